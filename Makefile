@@ -1,0 +1,41 @@
+# The two commands a user needs: `make demo` and `make test`. Both set up everything they need on
+# a bare Debian machine (system packages, TimescaleDB, the Python environment) and are safe to
+# run twice.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
+
+.PHONY: demo test setup system lint typecheck pytest clean-venv
+
+demo: setup
+	$(BIN)/tapelens demo run
+
+test: setup lint typecheck pytest
+
+setup: system $(STAMP)
+
+# PostgreSQL 15 + TimescaleDB (built from Debian's source package; a no-op when installed).
+system:
+	@bash scripts/install-system
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/mypy
+
+pytest:
+	$(BIN)/pytest -q
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""Analysis: media catalog, throughput model, recall planner, repack advisor, simulator."""

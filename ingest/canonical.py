@@ -1,0 +1,110 @@
+"""The canonical schema as Polars dtypes: what every parser produces and the loader COPYs.
+
+Columns the database fills itself (ingest_run_id, last_seen_at, removed_at, updated_at) are not
+listed. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+UTC_TIME = pl.Datetime("us", "UTC")
+
+TAPE_FILES: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "copy_id": pl.String(),
+    "file_id": pl.String(),
+    "path": pl.String(),
+    "dataset": pl.String(),
+    "dataset_type": pl.String(),
+    "experiment": pl.String(),
+    "size_bytes": pl.Int64(),
+    "volume": pl.String(),
+    "position": pl.Int64(),
+    "offset_bytes": pl.Int64(),
+    "aggregate_id": pl.String(),
+    "copy_no": pl.Int32(),
+    "written_at": UTC_TIME,
+    "checksum": pl.String(),
+}
+
+TRANSFERS: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "direction": pl.String(),
+    "volume": pl.String(),
+    "drive": pl.String(),
+    "host": pl.String(),
+    "file_id": pl.String(),
+    "path": pl.String(),
+    "position": pl.Int64(),
+    "size_bytes": pl.Int64(),
+    "started_at": UTC_TIME,
+    "duration_s": pl.Float64(),
+    "queued_s": pl.Float64(),
+    "locate_s": pl.Float64(),
+    "status": pl.String(),
+    "error": pl.String(),
+    "requester": pl.String(),
+}
+
+MOUNTS: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "volume": pl.String(),
+    "drive": pl.String(),
+    "requested_at": UTC_TIME,
+    "mounted_at": UTC_TIME,
+    "dismounted_at": UTC_TIME,
+    "purpose": pl.String(),
+    "status": pl.String(),
+}
+
+TAPES: dict[str, pl.DataType] = {
+    "volume": pl.String(),
+    "barcode": pl.String(),
+    "media_type": pl.String(),
+    "library": pl.String(),
+    "pool": pl.String(),
+    "capacity_bytes": pl.Int64(),
+    "state": pl.String(),
+    "media_from": pl.String(),
+}
+
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "catalog": TAPE_FILES,
+    "transfers": TRANSFERS,
+    "mounts": MOUNTS,
+    "tapes": TAPES,
+}
+TABLES = {"catalog": "tape_files", "transfers": "transfers", "mounts": "mounts", "tapes": "tapes"}
+
+# Columns a parser must fill (never null); the rest may be null.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "catalog": (
+        "source",
+        "copy_id",
+        "file_id",
+        "path",
+        "size_bytes",
+        "volume",
+        "position",
+        "copy_no",
+        "written_at",
+    ),
+    "transfers": ("source", "direction", "started_at", "status"),
+    "mounts": ("source", "volume", "mounted_at", "purpose", "status"),
+    "tapes": ("volume", "media_type", "state", "media_from"),
+}
+
+
+def empty(kind: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=SCHEMAS[kind])
+
+
+def conform(kind: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """Select the canonical columns in order, adding missing ones as nulls and casting types."""
+    schema = SCHEMAS[kind]
+    cols = [
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return frame.select(cols)

@@ -1,0 +1,135 @@
+"""Which dataset, dataset type and experiment a file belongs to, from its path.
+
+Defaults follow how the experiments name things (DOMAIN.md): a dataset is the file's parent
+directory; the type is a token of the file name (AOD, DAOD, EVNT, HITS, RAW, ...); the experiment
+is the first path component that is not a mount prefix. Each rule can be replaced by a regular
+expression with a named group (`dataset`, `type`, `experiment`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from tapelens.errors import ConfigError
+
+# File-name tokens that name a data type, in the order they are tried (DAOD before AOD).
+KNOWN_TYPES: tuple[str, ...] = (
+    "DAOD",
+    "AOD",
+    "ESD",
+    "EVNT",
+    "HITS",
+    "RDO",
+    "RAW",
+    "NTUP",
+    "TAG",
+    "LOG",
+    "DAQ",
+    "MUDST",
+    "PICODST",
+    "HIST",
+)
+# Leading path components that are mount points or site names, not experiments.
+MOUNT_PREFIXES: tuple[str, ...] = (
+    "pnfs",
+    "eos",
+    "fs",
+    "usr",
+    "hpss",
+    "home",
+    "data",
+    "archive",
+    "castor",
+    "tape",
+    "store",
+)
+UNKNOWN = "other"
+
+
+@dataclass(frozen=True)
+class DatasetRules:
+    dataset: str | None = None  # regex with group "dataset" applied to the path
+    dataset_type: str | None = None  # regex with group "type" applied to the file name
+    experiment: str | None = None  # regex with group "experiment" applied to the path
+
+    def __post_init__(self) -> None:
+        for setting, pattern, group in (
+            ("--dataset-rule", self.dataset, "dataset"),
+            ("--type-rule", self.dataset_type, "type"),
+            ("--experiment-rule", self.experiment, "experiment"),
+        ):
+            if pattern is None:
+                continue
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(setting, "the command line", f"invalid regex: {exc}") from None
+            if group not in compiled.groupindex:
+                raise ConfigError(
+                    setting, "the command line", f"the regex needs a named group (?P<{group}>...)"
+                )
+
+
+def _named_group(expr: pl.Expr, pattern: str, group: str) -> pl.Expr:
+    # Polars extracts by group index; find the index of the named group.
+    index = re.compile(pattern).groupindex[group]
+    return expr.str.extract(pattern, index)
+
+
+def dataset_expr(rules: DatasetRules, path: pl.Expr | None = None) -> pl.Expr:
+    path = pl.col("path") if path is None else path
+    if rules.dataset:
+        return _named_group(path, rules.dataset, "dataset").fill_null(
+            path.str.replace(r"/[^/]*$", "")
+        )
+    parent = path.str.replace(r"/[^/]*$", "")
+    return (
+        pl.when(~path.str.contains("/", literal=True))
+        .then(pl.lit(""))
+        .when(parent == "")
+        .then(pl.lit("/"))
+        .otherwise(parent)
+    )
+
+
+def dataset_type_expr(rules: DatasetRules, path: pl.Expr | None = None) -> pl.Expr:
+    path = pl.col("path") if path is None else path
+    name = path.str.extract(r"([^/]*)$", 1)
+    if rules.dataset_type:
+        return _named_group(name, rules.dataset_type, "type").str.to_uppercase().fill_null(UNKNOWN)
+    # A type token is delimited by start/end or one of . _ - (DAOD_PHYS counts as DAOD).
+    alternatives = "|".join(KNOWN_TYPES)
+    token = name.str.to_uppercase().str.extract(rf"(?:^|[._\-])({alternatives})(?:$|[._\-])", 1)
+    return token.fill_null(UNKNOWN)
+
+
+def experiment_expr(rules: DatasetRules, path: pl.Expr | None = None) -> pl.Expr:
+    path = pl.col("path") if path is None else path
+    if rules.experiment:
+        return _named_group(path, rules.experiment, "experiment").fill_null(UNKNOWN)
+    parts = path.str.strip_chars("/").str.split("/")
+    prefixes = pl.lit(list(MOUNT_PREFIXES), dtype=pl.List(pl.String))
+    candidates = parts.list.eval(
+        pl.element().filter(
+            ~pl.element().str.to_lowercase().is_in(prefixes.explode())
+            & ~pl.element().str.contains(".", literal=True)
+        )
+    )
+    # The last component is the file name, never the experiment.
+    first = candidates.list.first()
+    return pl.when(parts.list.len() > 1).then(first).otherwise(None).fill_null(UNKNOWN)
+
+
+def with_datasets(frame: pl.DataFrame, rules: DatasetRules) -> pl.DataFrame:
+    """Add dataset, dataset_type and experiment from `path` where a parser left them empty."""
+    exprs = {
+        "dataset": dataset_expr(rules),
+        "dataset_type": dataset_type_expr(rules),
+        "experiment": experiment_expr(rules),
+    }
+    return frame.with_columns(
+        (pl.col(c).fill_null(e) if c in frame.columns else e).alias(c) for c, e in exprs.items()
+    )

@@ -1,0 +1,191 @@
+"""What every parser shares: reading lines from (compressed) files, rejects, batches.
+
+A parser module in ingest/formats/ exposes
+
+    KIND: str                      # "catalog" | "transfers" | "mounts" | "tapes"
+    def parse(path, *, options: ParseOptions) -> Iterator[Batch]
+
+and yields Batches whose frames hold canonical columns (see tapelens.ingest.canonical; the loader
+conforms them and fills dataset, dataset_type and experiment from the path). Every input line
+ends as a row, a reject (line number, text, reason), or a deliberate skip counted in
+`Batch.skipped` (headers, blank lines, DIRECTORY lines, zero-length files...).
+In strict mode a parser raises ParseError at the first bad line instead of rejecting it.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, cast
+
+import polars as pl
+
+from tapelens.errors import InputError, ParseError
+
+BATCH_ROWS = 200_000
+
+
+@dataclass(frozen=True)
+class Reject:
+    line_no: int
+    raw: str
+    reason: str
+
+
+@dataclass
+class Batch:
+    frame: pl.DataFrame
+    rejects: list[Reject] = field(default_factory=list)
+    skipped: int = 0
+    bytes_read: int = 0  # position in the raw (compressed) input after this batch
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """Options every parser accepts; a format ignores what it does not use."""
+
+    source: str  # the catalog/log identity stored in `source`
+    strict: bool = False
+    year: int | None = None  # for logs whose lines carry no year (dCache billing, HPSS PVL)
+    volume: str | None = None  # for per-volume listings (TSM q content)
+    columns: tuple[str, ...] | None = None  # column order when a dump has no header
+    mapping: dict[str, Any] | None = None  # generic CSV: site column -> canonical column
+    batch_rows: int = BATCH_ROWS
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific (e.g. tsm archives)
+
+
+@dataclass(frozen=True)
+class Line:
+    no: int  # 1-based line number in the decompressed input
+    text: str  # without the line terminator
+
+
+class LineReader:
+    """Iterates the lines of a file (or '-' for stdin), reading .gz/.bz2/.zst transparently.
+
+    Lines that are not valid UTF-8 are not given to the parser; they are kept in `rejects` with
+    the reason, since PostgreSQL text cannot hold them verbatim.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.name = str(path)
+        self._raw: IO[bytes] = self._open_raw(path)
+        self._stream = self._decompress(self._raw)
+        self.encoding_rejects: list[Reject] = []
+
+    @staticmethod
+    def _open_raw(path: str | Path) -> IO[bytes]:
+        if str(path) == "-":
+            return sys.stdin.buffer
+        try:
+            return open(path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot open ({exc.strerror})") from None
+
+    @staticmethod
+    def _decompress(raw: IO[bytes]) -> IO[bytes]:
+        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw))
+        magic = buffered.peek(4)[:4]
+        if magic[:2] == b"\x1f\x8b":
+            return cast(IO[bytes], gzip.GzipFile(fileobj=buffered))
+        if magic[:3] == b"BZh":
+            return cast(IO[bytes], bz2.BZ2File(buffered))
+        if magic == b"\x28\xb5\x2f\xfd":
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(buffered)
+            return cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
+        return buffered
+
+    @property
+    def bytes_read(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def __iter__(self) -> Iterator[Line]:
+        no = 0
+        try:
+            for raw in self._stream:
+                no += 1
+                raw = raw.rstrip(b"\r\n")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    self.encoding_rejects.append(
+                        Reject(
+                            no,
+                            raw.decode("utf-8", "backslashreplace"),
+                            f"not valid UTF-8 (byte {exc.start + 1})",
+                        )
+                    )
+                    continue
+                if "\x00" in text:
+                    self.encoding_rejects.append(
+                        Reject(no, text.replace("\x00", "\\x00"), "contains a NUL byte")
+                    )
+                    continue
+                yield Line(no, text)
+        except (OSError, EOFError, ValueError) as exc:
+            raise InputError(f"{self.name}:{no + 1}: cannot read ({exc})") from None
+
+    def close(self) -> None:
+        if self._raw is not sys.stdin.buffer:
+            self._raw.close()
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Collector:
+    """Gathers parsed rows and rejects, and cuts them into Batches.
+
+    Parsers append plain dicts (cheap) and let the collector build typed frames per batch.
+    """
+
+    def __init__(self, reader: LineReader, options: ParseOptions, schema: dict[str, pl.DataType]):
+        self.reader = reader
+        self.options = options
+        self.schema = schema
+        self.rows: list[dict[str, Any]] = []
+        self.rejects: list[Reject] = []
+        self.skipped = 0
+
+    def reject(self, line: Line, reason: str) -> None:
+        if self.options.strict:
+            raise ParseError(self.reader.name, line.no, reason)
+        self.rejects.append(Reject(line.no, line.text, reason))
+
+    def skip(self) -> None:
+        self.skipped += 1
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+
+    def full(self) -> bool:
+        return len(self.rows) >= self.options.batch_rows
+
+    def flush(self) -> Batch:
+        enc = self.reader.encoding_rejects
+        if enc and self.options.strict:
+            first = enc[0]
+            raise ParseError(self.reader.name, first.line_no, first.reason)
+        rejects = sorted(self.rejects + enc, key=lambda r: r.line_no)
+        self.reader.encoding_rejects = []
+        frame = (
+            pl.DataFrame(self.rows, schema=self.schema, orient="row")
+            if self.rows
+            else (pl.DataFrame(schema=self.schema))
+        )
+        batch = Batch(frame, rejects, self.skipped, self.reader.bytes_read)
+        self.rows, self.rejects, self.skipped = [], [], 0
+        return batch

@@ -1,0 +1,88 @@
+"""The tapelens command line: a thin shell over the library.
+
+Each command parses its options, calls one library function and prints. Data goes to stdout,
+progress and messages to stderr; expected failures become one line and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tapelens import __version__
+from tapelens.cli.common import App, pass_app
+from tapelens.errors import TapelensError
+from tapelens.settings import BY_NAME
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--dsn", envvar=BY_NAME["dsn"].envvar, metavar="DSN", help=BY_NAME["dsn"].help)
+@click.option(
+    "--home",
+    envvar=BY_NAME["home"].envvar,
+    type=click.Path(file_okay=False),
+    help=BY_NAME["home"].help,
+)
+@click.option(
+    "--pg-bin",
+    envvar=BY_NAME["pg_bin"].envvar,
+    default="/usr/lib/postgresql/15/bin",
+    show_default=True,
+    help=BY_NAME["pg_bin"].help,
+)
+@click.option(
+    "--pg-user",
+    envvar=BY_NAME["pg_user"].envvar,
+    default="postgres",
+    show_default=True,
+    help=BY_NAME["pg_user"].help,
+)
+@click.version_option(__version__, prog_name="tapelens")
+@click.pass_context
+def cli(ctx: click.Context, dsn: str | None, home: str | None, pg_bin: str, pg_user: str) -> None:
+    """Tape placement analytics: gaps, duplicate copies, recall plans.
+
+    \b
+    Example:
+        tapelens db up
+        tapelens ingest catalog --format hpss-lsp ls-P.txt
+    """
+    ctx.obj = App.from_options(dsn=dsn, home=home, pg_bin=pg_bin, pg_user=pg_user)
+
+
+def _register() -> None:
+    # Imported here so that each command module can import `cli` helpers without a cycle.
+    from tapelens.cli import db, demo, groups  # noqa: F401 - modules register commands
+
+    cli.add_command(db.db)
+    for group in groups.GROUPS:
+        if group.name not in cli.commands:
+            cli.add_command(group)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: expected failures print one line, never a traceback."""
+    try:
+        cli.main(args=argv, prog_name="tapelens", standalone_mode=False)
+    except TapelensError as exc:
+        click.echo(f"tapelens: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("tapelens: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("tapelens: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)
+
+
+__all__ = ["App", "cli", "main", "pass_app"]

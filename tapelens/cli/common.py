@@ -1,0 +1,54 @@
+"""What every command shares: the resolved settings and the database they talk to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from tapelens.db import connection
+from tapelens.ingest.migrations import migrate
+from tapelens.server import Server, server_for, start
+from tapelens.settings import default_home
+
+
+@dataclass
+class App:
+    dsn_option: str | None
+    home: Path
+    pg_bin: Path
+    pg_user: str
+
+    @classmethod
+    def from_options(cls, dsn: str | None, home: str | None, pg_bin: str, pg_user: str) -> App:
+        return cls(
+            dsn_option=dsn or None,
+            home=Path(home).expanduser() if home else default_home(),
+            pg_bin=Path(pg_bin),
+            pg_user=pg_user,
+        )
+
+    @property
+    def embedded(self) -> bool:
+        return self.dsn_option is None
+
+    def server(self) -> Server:
+        return server_for(self.home, self.pg_bin, self.pg_user)
+
+    def dsn(self) -> str:
+        """The database every command uses: --dsn/TAPELENS_DSN, else the embedded server,
+        started (and migrated) on first use."""
+        if self.dsn_option:
+            return self.dsn_option
+        server = self.server()
+        if not server.running():
+            click.echo(f"tapelens: starting the embedded server in {server.home}", err=True)
+            dsn = start(server)
+            with connection(dsn) as conn:
+                migrate(conn, dsn)
+            return dsn
+        return server.dsn()
+
+
+pass_app = click.make_pass_decorator(App)

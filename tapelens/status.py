@@ -1,0 +1,51 @@
+"""What `tapelens db status` reports: versions, schema version, canonical table row counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg import sql
+
+from tapelens.db import timescaledb_version
+from tapelens.ingest.migrations import schema_version
+
+CANONICAL_TABLES = (
+    "media_types",
+    "drives",
+    "tapes",
+    "tape_files",
+    "transfers",
+    "mounts",
+    "ingest_runs",
+    "ingest_rejects",
+)
+
+
+@dataclass(frozen=True)
+class Status:
+    server_version: str
+    timescaledb_version: str | None
+    schema_version: int
+    row_counts: dict[str, int | None] = field(default_factory=dict)  # None: table missing
+
+
+def status(conn: psycopg.Connection) -> Status:
+    server = conn.execute("show server_version").fetchone()
+    counts: dict[str, int | None] = {}
+    for table in CANONICAL_TABLES:
+        exists = conn.execute("select to_regclass(%s)", [f"tapelens.{table}"]).fetchone()
+        if not exists or exists[0] is None:
+            counts[table] = None
+            continue
+        query = sql.SQL("select count(*) from {}.{}").format(
+            sql.Identifier("tapelens"), sql.Identifier(table)
+        )
+        row = conn.execute(query).fetchone()
+        counts[table] = int(row[0]) if row else 0
+    return Status(
+        server_version=str(server[0]) if server else "?",
+        timescaledb_version=timescaledb_version(conn),
+        schema_version=schema_version(conn),
+        row_counts=counts,
+    )

@@ -1,0 +1,1 @@
+"""The synthetic site: realistic tape catalogs and logs with their ground truth."""

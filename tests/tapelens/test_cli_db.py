@@ -1,0 +1,107 @@
+"""The db command group against the embedded server, and the failure paths users meet first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tapelens.cli import cli
+from tapelens.db import redact
+
+TAPELENS = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "tapelens")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real console script, so exit codes and stderr are what a user sees."""
+    full_env = {k: v for k, v in os.environ.items() if k != "TAPELENS_DSN"}
+    full_env.update(env or {})
+    exe = TAPELENS if Path(TAPELENS).exists() else "tapelens"
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=full_env, timeout=120)
+
+
+@pytest.mark.skipif(bool(os.environ.get("TAPELENS_TEST_DSN")), reason="uses the embedded server")
+def test_db_up_status_down_cycle(tmp_path: Path) -> None:
+    env = {"TAPELENS_HOME": str(tmp_path / "home")}
+    first = run("db", "up", env=env)
+    assert first.returncode == 0, first.stderr
+    second = run("db", "up", env=env)
+    assert second.returncode == 0, second.stderr
+    assert first.stdout == second.stdout
+    assert first.stdout.startswith("postgresql://")
+    try:
+        st = run("db", "status", env=env)
+        assert st.returncode == 0, st.stderr
+        assert "timescaledb  2." in st.stdout
+        for table in (
+            "media_types",
+            "tapes",
+            "tape_files",
+            "transfers",
+            "mounts",
+            "ingest_runs",
+            "ingest_rejects",
+            "drives",
+        ):
+            assert f"tapelens.{table}" in st.stdout
+        assert "missing" not in st.stdout
+    finally:
+        down = run("db", "down", env=env)
+    assert down.returncode == 0, down.stderr
+    after = run("db", "status", env=env)
+    assert after.returncode != 0
+    assert "not running" in after.stderr
+    assert run("db", "down", env=env).stderr.strip() == "not running"
+
+
+def test_unreachable_server_one_line_no_password() -> None:
+    result = run("db", "status", env={"TAPELENS_DSN": "postgresql://u:s3cret@127.0.0.1:1/x"})
+    assert result.returncode != 0
+    assert "s3cret" not in result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "127.0.0.1:1" in lines[0] and "Traceback" not in result.stderr
+
+
+def test_wrong_dsn_is_one_clear_line() -> None:
+    result = run("db", "status", env={"TAPELENS_DSN": "host=x password=s3cret nonsense"})
+    assert result.returncode != 0
+    assert "s3cret" not in result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_wrong_database_name_on_a_live_server(dsn: str) -> None:
+    from tests.conftest import with_dbname
+
+    bad = with_dbname(dsn, "no_such_database")
+    result = CliRunner().invoke(cli, ["--dsn", bad, "db", "status"], standalone_mode=False)
+    assert result.exception is not None
+    assert "no_such_database" in str(result.exception)
+
+
+def test_db_migrate_and_status_on_a_given_dsn(dsn: str) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--dsn", dsn, "db", "migrate"])
+    assert result.exit_code == 0, result.output
+    assert "schema up to date" in result.stderr
+    result = runner.invoke(cli, ["--dsn", dsn, "db", "status"])
+    assert result.exit_code == 0, result.output
+    assert "tapelens.media_types" in result.stdout and "10" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("dsn", "shown"),
+    [
+        ("postgresql://u:s3cret@h:5432/db", "postgresql://u@h:5432/db"),
+        (
+            "host=/tmp/run port=5 user=u password=s3cret dbname=d",
+            "postgresql://u@/d?host=/tmp/run&port=5",
+        ),
+        ("postgresql://u:s3cret@h/db?sslmode=require", "postgresql://u@h/db?sslmode=require"),
+    ],
+)
+def test_redact_drops_passwords(dsn: str, shown: str) -> None:
+    assert redact(dsn) == shown
