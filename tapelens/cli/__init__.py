@@ -52,10 +52,18 @@ def cli(ctx: click.Context, dsn: str | None, home: str | None, pg_bin: str, pg_u
 
 
 def _register() -> None:
-    # Imported here so that each command module can import `cli` helpers without a cycle.
-    from tapelens.cli import db, demo, groups  # noqa: F401 - modules register commands
+    # Every module of this package adds its commands to a group of tapelens.cli.groups (or
+    # exposes a top-level group as `group`); importing them is what registers them.
+    import importlib
+    import pkgutil
 
-    cli.add_command(db.db)
+    from tapelens.cli import groups
+
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        top = getattr(module, "group", None)
+        if isinstance(top, click.Group):
+            cli.add_command(top)
     for group in groups.GROUPS:
         if group.name not in cli.commands:
             cli.add_command(group)

@@ -94,3 +94,6 @@ def status_cmd(app: App) -> None:
     for table, count in st.row_counts.items():
         shown = "missing" if count is None else f"{count:,}"
         click.echo(f"  tapelens.{table:<16} {shown:>14}")
+
+
+group = db
