@@ -111,10 +111,10 @@ def experiment_expr(rules: DatasetRules, path: pl.Expr | None = None) -> pl.Expr
     if rules.experiment:
         return _named_group(path, rules.experiment, "experiment").fill_null(UNKNOWN)
     parts = path.str.strip_chars("/").str.split("/")
-    prefixes = pl.lit(list(MOUNT_PREFIXES), dtype=pl.List(pl.String))
+    prefixes = "^(?:" + "|".join(MOUNT_PREFIXES) + ")$"
     candidates = parts.list.eval(
         pl.element().filter(
-            ~pl.element().str.to_lowercase().is_in(prefixes.explode())
+            ~pl.element().str.to_lowercase().str.contains(prefixes)
             & ~pl.element().str.contains(".", literal=True)
         )
     )

@@ -1,0 +1,70 @@
+"""The parsers, one module per source format, and the registry the loader picks them from."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tapelens.errors import ConfigError
+from tapelens.ingest.formats.base import Batch, ParseOptions
+
+ParseFn = Callable[..., Iterator[Batch]]
+
+
+@dataclass(frozen=True)
+class Format:
+    kind: str  # catalog | transfers | mounts | tapes
+    name: str  # as given to --format
+    module: str  # module in tapelens.ingest.formats
+    function: str  # its parse function
+    source: str  # default value of `source` for rows it loads
+    per_volume: bool = False  # a listing of some volumes, not of the whole catalog
+    help: str = ""
+
+    def parser(self) -> ParseFn:
+        module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
+        fn: ParseFn = getattr(module, self.function)
+        return fn
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("catalog", "hpss-lsp", "hpss_lsp", "parse", "hpss", help="HPSS `hsi ls -P` listing"),
+    Format("catalog", "tsm-contents", "tsm_contents", "parse", "tsm",
+           help="TSM `select * from contents` (+ --archives FILE for write dates)"),
+    Format("catalog", "tsm-qcontent", "tsm_qcontent", "parse", "tsm", per_volume=True,
+           help="TSM `query content VOL f=d`, one volume per file"),
+    Format("catalog", "cta-tf", "cta_tf", "parse", "cta", help="CTA `tf ls`, text or JSON"),
+    Format("catalog", "enstore-list", "enstore_list", "parse", "enstore", per_volume=True,
+           help="Enstore `info --list VOL`"),
+    Format("catalog", "csv", "catalog_csv", "parse", "csv",
+           help="CSV/Parquet with canonical columns or a --mapping YAML"),
+    Format("transfers", "dcache-billing", "dcache_billing", "parse", "dcache",
+           help="dCache billing text (restore/store records)"),
+    Format("transfers", "cta-taped", "cta_taped", "parse", "cta",
+           help="CTA tape daemon JSON log"),
+    Format("transfers", "staging-csv", "staging_csv", "parse", "staging",
+           help="staging-queue CSV export (TReqS-style)"),
+    Format("transfers", "csv", "transfers_csv", "parse", "csv", help="canonical transfers CSV"),
+    Format("mounts", "hpss-pvl", "hpss_pvl", "parse", "hpss", help="HPSS PVL/PVR log"),
+    Format("mounts", "cta-taped", "cta_taped", "parse_mounts", "cta",
+           help="CTA tape daemon JSON log (tape sessions)"),
+    Format("mounts", "csv", "mounts_csv", "parse", "csv", help="ACSLS/library CSV export"),
+    Format("tapes", "csv", "tapes_csv", "parse", "inventory", help="tape inventory CSV"),
+)
+
+
+def formats_of(kind: str) -> list[Format]:
+    return [f for f in FORMATS if f.kind == kind]
+
+
+def lookup(kind: str, name: str) -> Format:
+    for f in FORMATS:
+        if f.kind == kind and f.name == name:
+            return f
+    known = ", ".join(f.name for f in formats_of(kind))
+    raise ConfigError("--format", "the command line", f"{name!r} is not a {kind} format ({known})")
+
+
+__all__ = ["FORMATS", "Batch", "Format", "ParseOptions", "Path", "formats_of", "lookup"]

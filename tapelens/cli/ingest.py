@@ -1,0 +1,289 @@
+"""`tapelens ingest`: catalogs, transfer logs, mount logs, tape inventories."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from tapelens.cli.common import App, pass_app
+from tapelens.cli.groups import BY_NAME
+from tapelens.errors import ConfigError
+from tapelens.ingest.datasets import DatasetRules
+from tapelens.ingest.formats import Format, formats_of, lookup
+from tapelens.ingest.formats.base import ParseOptions
+from tapelens.ingest.load import IngestResult, ingest_file
+from tapelens.ingest.manifest import read_manifest
+
+ingest = BY_NAME["ingest"]
+PROGRESS_AFTER_S = 2.0  # inputs that load faster than this show no progress bar
+
+
+class _LazyProgress:
+    """A progress bar on stderr that appears only once a load has run for a few seconds."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int | None, rows: int) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.started < PROGRESS_AFTER_S:
+                return
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TextColumn("{task.fields[rows]:,} rows"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total, rows=0)
+        self.bar.update(self.task, completed=done, rows=rows)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _report(result: IngestResult) -> None:
+    if result.status == "unchanged":
+        click.echo(f"{result.path}: unchanged (already loaded as run {result.run_id})", err=True)
+        return
+    parts = [f"{result.rows:,} rows loaded"]
+    if result.skipped:
+        parts.append(f"{result.skipped:,} lines skipped")
+    if result.removed:
+        parts.append(f"{result.removed:,} copies marked removed")
+    click.echo(f"{result.path}: {', '.join(parts)} in {result.seconds:.1f} s", err=True)
+    if result.rejects:
+        click.echo(result.rejects_summary, err=True)
+
+
+def _run(
+    app: App,
+    fmt: Format,
+    files: tuple[str, ...],
+    source: str | None,
+    rules: DatasetRules,
+    partial: bool | None,
+    **option_values: Any,
+) -> None:
+    dsn = app.dsn()
+    extra = option_values.pop("extra", {}) or {}
+    options = ParseOptions(source=source or fmt.source, extra=extra, **option_values)
+    for file in files:
+        progress = _LazyProgress(Path(file).name)
+        try:
+            result = ingest_file(dsn, fmt, file, options, rules, progress, partial)
+        finally:
+            progress.close()
+        _report(result)
+
+
+def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    names = [f.name for f in formats_of(kind)]
+
+    def decorate(fn: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(
+            [
+                click.option(
+                    "--format",
+                    "fmt",
+                    type=click.Choice(names),
+                    required=len(names) > 1,
+                    default=names[0] if len(names) == 1 else None,
+                    help="Input format: "
+                    + "; ".join(f"{f.name}: {f.help}" for f in formats_of(kind)),
+                ),
+                click.option(
+                    "--strict",
+                    is_flag=True,
+                    help="Stop at the first bad line and load nothing of that file.",
+                ),
+                click.option(
+                    "--source",
+                    help="Name of the system the input comes from "
+                    "(default: the format's, e.g. hpss).",
+                ),
+                click.option(
+                    "--year", type=int, help="Year of logs whose lines carry none (billing, PVL)."
+                ),
+                click.argument(
+                    "files",
+                    nargs=-1,
+                    required=True,
+                    type=click.Path(dir_okay=False, allow_dash=True),
+                ),
+            ]
+        ):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+@ingest.command("catalog")
+@_common("catalog")
+@click.option("--dataset-rule", help="Regex with a named group (?P<dataset>...) applied to paths.")
+@click.option("--type-rule", help="Regex with a named group (?P<type>...) applied to file names.")
+@click.option("--experiment-rule", help="Regex with a named group (?P<experiment>...).")
+@click.option(
+    "--archives",
+    type=click.Path(exists=True, dir_okay=False),
+    help="tsm-contents: the `archives` table export (object write dates).",
+)
+@click.option("--volume", help="tsm-qcontent: the volume the listing is of.")
+@click.option("--listed-at", help="tsm-qcontent: when the listing was taken (ISO time).")
+@click.option("--columns", help="Column order of a dump without a header (comma separated).")
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False),
+    help="csv: YAML mapping from the file's columns to canonical ones.",
+)
+@click.option(
+    "--partial/--complete",
+    default=None,
+    help="The file lists only some volumes (only copies on them can be marked removed) "
+    "or the whole catalog (default: per format).",
+)
+@pass_app
+def catalog(
+    app: App,
+    fmt: str,
+    files: tuple[str, ...],
+    strict: bool,
+    source: str | None,
+    year: int | None,
+    dataset_rule: str | None,
+    type_rule: str | None,
+    experiment_rule: str | None,
+    archives: str | None,
+    volume: str | None,
+    listed_at: str | None,
+    columns: str | None,
+    mapping: str | None,
+    partial: bool | None,
+) -> None:
+    """Load where every file copy sits on tape.
+
+    \b
+    Example:
+        tapelens ingest catalog --format hpss-lsp ls-P.txt.gz
+        tapelens ingest catalog --format tsm-contents --archives archives.csv contents.csv
+    """
+    extra: dict[str, Any] = {}
+    if archives:
+        extra["archives"] = archives
+    if listed_at:
+        extra["listed_at"] = listed_at
+    mapping_doc = None
+    if mapping:
+        try:
+            mapping_doc = yaml.safe_load(Path(mapping).read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError("--mapping", mapping, f"not valid YAML ({exc})") from None
+    rules = DatasetRules(dataset_rule, type_rule, experiment_rule)
+    _run(
+        app,
+        lookup("catalog", fmt),
+        files,
+        source,
+        rules,
+        partial,
+        strict=strict,
+        year=year,
+        volume=volume,
+        columns=tuple(columns.split(",")) if columns else None,
+        mapping=mapping_doc,
+        extra=extra,
+    )
+
+
+@ingest.command("transfers")
+@_common("transfers")
+@pass_app
+def transfers(
+    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+) -> None:
+    """Load what was read from or written to tape (transfer logs).
+
+    \b
+    Example:
+        tapelens ingest transfers --format dcache-billing --year 2021 billing-2021.11.02
+    """
+    _run(
+        app, lookup("transfers", fmt), files, source, DatasetRules(), None, strict=strict, year=year
+    )
+
+
+@ingest.command("mounts")
+@_common("mounts")
+@pass_app
+def mounts(
+    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+) -> None:
+    """Load cartridge mounts (PVL logs, CTA sessions, library exports).
+
+    \b
+    Example:
+        tapelens ingest mounts --format hpss-pvl --year 2021 pvl.log
+    """
+    _run(app, lookup("mounts", fmt), files, source, DatasetRules(), None, strict=strict, year=year)
+
+
+@ingest.command("tapes")
+@_common("tapes")
+@pass_app
+def tapes(
+    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+) -> None:
+    """Load a tape inventory (volume, barcode, media_type, library, pool, capacity, state).
+
+    \b
+    Example:
+        tapelens ingest tapes tapes.csv
+    """
+    _run(app, lookup("tapes", fmt), files, source, DatasetRules(), None, strict=strict, year=year)
+
+
+@ingest.command("manifest")
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False))
+@click.option("--strict", is_flag=True, help="Stop at the first bad line of any input.")
+@pass_app
+def manifest(app: App, manifest: str, strict: bool) -> None:
+    """Load every input a manifest.json lists (tapes, catalogs, mounts, transfers, in that order).
+
+    \b
+    Example:
+        tapelens demo generate /tmp/site --files 50000 --seed 7
+        tapelens ingest manifest /tmp/site/manifest.json
+    """
+    dsn = app.dsn()
+    for item in read_manifest(Path(manifest)):
+        opts = {**item.options, "strict": strict or item.options.get("strict", False)}
+        options = ParseOptions(source=item.source or item.format.source, extra=item.extra, **opts)
+        progress = _LazyProgress(item.path.name)
+        try:
+            result = ingest_file(dsn, item.format, item.path, options, DatasetRules(), progress)
+        finally:
+            progress.close()
+        _report(result)
