@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import conninfo, sql
-from tapelens.ingest.migrations import migrate
 
+from tapelens.ingest.migrations import migrate
 from tapelens.server import Server, server_for, start, stop
 
 TEMPLATE = "tapelens_test_template"

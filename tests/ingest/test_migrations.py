@@ -3,10 +3,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg import conninfo, sql
-from tapelens.analysis.media import MEDIA_TYPES, seed_sql
-from tapelens.ingest.migrations import available, migrate, schema_version
 
+from tapelens.analysis.media import MEDIA_TYPES, seed_sql
 from tapelens.errors import DatabaseError
+from tapelens.ingest.migrations import available, migrate, schema_version
 from tapelens.status import CANONICAL_TABLES, status
 
 
