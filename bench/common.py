@@ -1,0 +1,105 @@
+"""What the benchmarks share: a server to run on, fresh databases, timing of child processes."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import conninfo, sql
+
+from tapelens.ingest.migrations import migrate
+from tapelens.server import server_for, start, stop
+
+ROOT = Path(__file__).resolve().parents[1]
+TAPELENS = str(ROOT / ".venv" / "bin" / "tapelens")
+
+
+@dataclass(frozen=True)
+class Timed:
+    seconds: float
+    peak_rss_mb: float  # of the child process (ru_maxrss of the waited child)
+    stdout: str
+    stderr: str
+
+
+def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
+    """Wall time and peak RSS of one command, isolated in its own measuring process."""
+    code = (
+        "import json, resource, subprocess, sys, time;"
+        "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        "s = time.perf_counter() - t;"
+        "print(json.dumps({'s': s, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+        " 'rc': p.returncode, 'out': p.stdout[-5000:], 'err': p.stderr[-5000:]}))"
+    )
+    import json
+
+    res = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=True,
+    )
+    doc = json.loads(res.stdout)
+    if doc["rc"] != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({doc['rc']}):\n{doc['err'][-2000:]}")
+    return Timed(doc["s"], doc["rss"] / 1024, doc["out"], doc["err"])
+
+
+def with_dbname(dsn: str, dbname: str) -> str:
+    params = conninfo.conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    return conninfo.make_conninfo(**params)
+
+
+@contextmanager
+def bench_server(dsn: str | None = None) -> Iterator[str]:
+    """The server to benchmark on: TAPELENS_BENCH_DSN/--dsn, else an embedded one in a temp dir."""
+    if dsn:
+        yield dsn
+        return
+    home = Path(tempfile.mkdtemp(prefix="tapelens-bench-"))
+    server = server_for(home, Path("/usr/lib/postgresql/15/bin"), "postgres")
+    try:
+        yield start(server)
+    finally:
+        stop(server)
+
+
+@contextmanager
+def fresh_database(server_dsn: str) -> Iterator[str]:
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    dsn = with_dbname(server_dsn, name)
+    with psycopg.connect(dsn) as conn:
+        migrate(conn, dsn)
+    try:
+        yield dsn
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
+
+def machine() -> str:
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), {mem_gb:.0f} GiB, {platform.platform()}"
