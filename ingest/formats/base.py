@@ -121,7 +121,7 @@ class LineReader:
                     self.encoding_rejects.append(
                         Reject(
                             no,
-                            raw.decode("utf-8", "backslashreplace"),
+                            raw.decode("utf-8", "backslashreplace").replace("\x00", "\\x00"),
                             f"not valid UTF-8 (byte {exc.start + 1})",
                         )
                     )
