@@ -34,28 +34,47 @@ def copies(dsn: str) -> list[tuple]:
 
 
 def test_load_derives_datasets_and_registers_tapes(dsn: str, tmp_path: Path) -> None:
-    f = write(tmp_path / "a.txt", [
-        "VTS104L7 1 100 /atlas/data18/d1/AOD.1._0001.pool.root.1",
-        "VTS104L7 2 200 /atlas/data18/d1/AOD.1._0002.pool.root.1",
-        "",
-        "A85532 7 300 /star/run19/daq/st_physics_raw_1.daq",
-    ])
+    f = write(
+        tmp_path / "a.txt",
+        [
+            "VTS104L7 1 100 /atlas/data18/d1/AOD.1._0001.pool.root.1",
+            "VTS104L7 2 200 /atlas/data18/d1/AOD.1._0002.pool.root.1",
+            "",
+            "A85532 7 300 /star/run19/daq/st_physics_raw_1.daq",
+        ],
+    )
     result = ingest_file(dsn, FAKE_CATALOG, f, OPTS)
     assert (result.status, result.rows, result.rejects, result.skipped) == ("loaded", 3, 0, 1)
     assert copies(dsn) == [
         ("A85532", 7, 300, "/star/run19/daq/st_physics_raw_1.daq", "/star/run19/daq", "RAW", True),
-        ("VTS104L7", 1, 100, "/atlas/data18/d1/AOD.1._0001.pool.root.1", "/atlas/data18/d1",
-         "AOD", True),
-        ("VTS104L7", 2, 200, "/atlas/data18/d1/AOD.1._0002.pool.root.1", "/atlas/data18/d1",
-         "AOD", True),
+        (
+            "VTS104L7",
+            1,
+            100,
+            "/atlas/data18/d1/AOD.1._0001.pool.root.1",
+            "/atlas/data18/d1",
+            "AOD",
+            True,
+        ),
+        (
+            "VTS104L7",
+            2,
+            200,
+            "/atlas/data18/d1/AOD.1._0002.pool.root.1",
+            "/atlas/data18/d1",
+            "AOD",
+            True,
+        ),
     ]
     with psycopg.connect(dsn) as conn:
         tapes = conn.execute(
             "select volume, media_type, media_from from tapelens.tapes order by volume"
         ).fetchall()
         run = conn.execute("select rows, rejects, status from tapelens.ingest_runs").fetchall()
-        ids = conn.execute("select copy_id, file_id from tapelens.tape_files"
-                           " where volume = 'VTS104L7' order by position").fetchall()
+        ids = conn.execute(
+            "select copy_id, file_id from tapelens.tape_files"
+            " where volume = 'VTS104L7' order by position"
+        ).fetchall()
     assert tapes == [("A85532", "unknown", "unknown"), ("VTS104L7", "LTO-7", "barcode")]
     assert run == [(3, 0, "loaded")]
     assert ids[0] == ("VTS104L7:1:", "/atlas/data18/d1/AOD.1._0001.pool.root.1")
@@ -134,8 +153,13 @@ def test_killing_a_load_midway_leaves_zero_rows(dsn: str, tmp_path: Path) -> Non
         " progress=lambda b, t, r: print(r, flush=True))"
     )
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-c", code, dsn, str(f)], stdout=subprocess.PIPE,
-                            text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, dsn, str(f)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert proc.stdout is not None
     for line in proc.stdout:  # wait until rows are flowing into the COPY
         if int(line) >= 5_000:
