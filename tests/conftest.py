@@ -8,6 +8,9 @@ never see each other's rows.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,14 +34,20 @@ def with_dbname(dsn: str, dbname: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server | None]:
+def embedded_server() -> Iterator[Server | None]:
     if os.environ.get("TAPELENS_TEST_DSN"):
         yield None
         return
-    server = server_for(tmp_path_factory.mktemp("home"), PG_BIN, PG_USER)
-    start(server)
-    yield server
-    stop(server)
+    # Not under pytest's basetemp: pytest prunes old basetemp folders, which would pull the data
+    # directory from under a server still used by a concurrent session.
+    home = Path(tempfile.mkdtemp(prefix="tapelens-test-"))
+    server = server_for(home, PG_BIN, PG_USER)
+    try:
+        start(server)
+        yield server
+    finally:
+        stop(server)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -52,12 +61,53 @@ def server_dsn(embedded_server: Server | None) -> str:
 @pytest.fixture(scope="session")
 def template_dsn(server_dsn: str) -> str:
     with psycopg.connect(server_dsn, autocommit=True) as conn:
+        exists = conn.execute("select 1 from pg_database where datname = %s", [TEMPLATE]).fetchone()
+        if exists:  # left by an earlier run on the same server
+            conn.execute(
+                sql.SQL("alter database {} with allow_connections true").format(
+                    sql.Identifier(TEMPLATE)
+                )
+            )
+            _end_sessions(conn, TEMPLATE)
         conn.execute(sql.SQL("drop database if exists {}").format(sql.Identifier(TEMPLATE)))
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(TEMPLATE)))
     dsn = with_dbname(server_dsn, TEMPLATE)
     with psycopg.connect(dsn) as conn:
         migrate(conn, dsn)
+    # TimescaleDB's per-database scheduler keeps a connection to every database that has the
+    # extension, and CREATE DATABASE ... TEMPLATE needs the template to have none: close the
+    # template to new connections and end the scheduler's.
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("alter database {} with allow_connections false").format(
+                sql.Identifier(TEMPLATE)
+            )
+        )
+        _end_sessions(conn, TEMPLATE)
     return dsn
+
+
+def _end_sessions(conn: psycopg.Connection, dbname: str) -> None:
+    conn.execute(
+        "select pg_terminate_backend(pid) from pg_stat_activity"
+        " where datname = %s and pid <> pg_backend_pid()",
+        [dbname],
+    )
+
+
+def _clone_template(conn: psycopg.Connection, name: str) -> None:
+    stmt = sql.SQL("create database {} template {}").format(
+        sql.Identifier(name), sql.Identifier(TEMPLATE)
+    )
+    for attempt in range(20):
+        try:
+            conn.execute(stmt)
+            return
+        except psycopg.errors.ObjectInUse:
+            if attempt == 19:
+                raise
+            _end_sessions(conn, TEMPLATE)
+            time.sleep(0.1)
 
 
 @pytest.fixture
@@ -65,11 +115,7 @@ def dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
     """A freshly migrated database of its own for one test."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("create database {} template {}").format(
-                sql.Identifier(name), sql.Identifier(TEMPLATE)
-            )
-        )
+        _clone_template(conn, name)
     yield with_dbname(server_dsn, name)
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(

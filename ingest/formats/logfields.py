@@ -1,0 +1,327 @@
+"""Field parsing shared by the transfer and mount log parsers.
+
+Every helper either returns a clean value or raises FieldError whose message is the reason a
+reject carries, quoting the bad value (`time "25:61:00" is not HH:MM:SS`). Values are checked
+against what the canonical tables can hold (64-bit integers, finite floats, UTF-8 text without
+NUL), so a refused value never reaches the loader.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tapelens.errors import ConfigError
+from tapelens.ingest.formats.base import Line, ParseOptions
+
+INT64_MAX = 2**63 - 1
+QUOTE_CHARS = 60  # a reason quotes at most this much of a bad value
+HPSS_SIDE_DIGITS = 2  # A8553200 = cartridge A85532 + side "00" (FORMATS.md, HPSS PVL)
+HPSS_PHYSICAL_LEN = 8
+EPOCH_YEAR_10000 = 253_402_300_800  # datetime ends with year 9999
+MAX_DURATION_S = 366 * 86400.0  # a longer transfer, mount or wait is a corrupt field
+
+VERBATIM = {"path", "file_id", "error"}  # canonical text columns kept exactly as written
+
+_INTEGER = re.compile(r"[-+]?[0-9]+")
+_CLOCK = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})")
+_YEAR_IN_NAME = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})(?![0-9])")
+
+
+class FieldError(ValueError):
+    """A field of a line is not what its format says; str() is the reject reason."""
+
+
+def quote(value: object) -> str:
+    """A value as a reason shows it: shortened, with NUL and lone surrogates escaped."""
+    shown = str(value)
+    if len(shown) > QUOTE_CHARS:
+        shown = shown[: QUOTE_CHARS - 3] + "..."
+    shown = shown.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    return '"' + shown + '"'
+
+
+def text(name: str, value: str) -> str:
+    """Text as PostgreSQL can store it (JSON escapes can smuggle in NUL or lone surrogates)."""
+    if "\x00" in value:
+        raise FieldError(f"{name} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FieldError(f"{name} {quote(value)} is not valid Unicode") from None
+    return value
+
+
+def integer(name: str, value: str, *, minimum: int = 0) -> int:
+    """A decimal integer in [minimum, 2**63)."""
+    stripped = value.strip()
+    if not _INTEGER.fullmatch(stripped):
+        raise FieldError(f"{name} {quote(value)} is not an integer")
+    if len(stripped.lstrip("+-")) > 19:
+        raise FieldError(f"{name} {quote(value)} is too large")
+    number = int(stripped)
+    if number < minimum:
+        raise FieldError(f"{name} {quote(value)} is below {minimum}")
+    if number > INT64_MAX:
+        raise FieldError(f"{name} {quote(value)} is too large")
+    return number
+
+
+def seconds(name: str, value: str | float, *, scale: float = 1.0) -> float:
+    """A non-negative, finite duration in seconds; `scale` converts from the log's unit (ms)."""
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise FieldError(f"{name} {quote(value)} is not a number") from None
+    else:
+        try:
+            number = float(value)
+        except OverflowError:
+            raise FieldError(f"{name} {quote(value)} is too large") from None
+    if not math.isfinite(number) or number < 0:
+        raise FieldError(f"{name} {quote(value)} is not a non-negative number")
+    result = number * scale
+    if result > MAX_DURATION_S:
+        raise FieldError(f"{name} {quote(value)} is longer than a year")
+    return result
+
+
+def clock(value: str) -> tuple[int, int, int]:
+    """HH:MM:SS on a 24-hour clock."""
+    m = _CLOCK.fullmatch(value)
+    if not m:
+        raise FieldError(f"time {quote(value)} is not HH:MM:SS")
+    h, mi, s = (int(g) for g in m.groups())
+    if h > 23 or mi > 59 or s > 59:
+        raise FieldError(f"time {quote(value)} is not HH:MM:SS")
+    return h, mi, s
+
+
+def month_day(value: str, sep: str, layout: str) -> tuple[int, int]:
+    """A month and day written MM<sep>DD (the year is not in the line)."""
+    parts = value.split(sep)
+    if (
+        len(parts) != 2
+        or not all(len(p) == 2 and p.isascii() and p.isdigit() for p in parts)
+        or not 1 <= int(parts[0]) <= 12
+        or not 1 <= int(parts[1]) <= 31
+    ):
+        raise FieldError(f"date {quote(value)} is not {layout}")
+    return int(parts[0]), int(parts[1])
+
+
+def utc_time(year: int, month: int, day: int, hms: tuple[int, int, int], shown: str) -> datetime:
+    try:
+        return datetime(year, month, day, *hms, tzinfo=UTC)
+    except ValueError:
+        raise FieldError(f"date {quote(shown)} is not a day of {year}") from None
+
+
+def iso_time(name: str, value: str) -> datetime:
+    """An ISO 8601 time; with an offset it is converted to UTC, without one it is taken as UTC."""
+    stripped = value.strip()
+    try:
+        parsed = datetime.fromisoformat(stripped)
+    except ValueError:
+        raise FieldError(f"{name} {quote(value)} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise FieldError(f"{name} {quote(value)} is out of range") from None
+
+
+def epoch_time(name: str, value: float) -> datetime:
+    """A unix time (seconds, fractions allowed) as a UTC datetime."""
+    if not 0 <= value < EPOCH_YEAR_10000:
+        raise FieldError(f"{name} {quote(value)} is not a unix time")
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, ValueError, OSError):
+        raise FieldError(f"{name} {quote(value)} is not a unix time") from None
+
+
+def before(end: datetime, duration_s: float, what: str) -> datetime:
+    """The time `duration_s` before `end`, to the whole second (logs write the end of an action).
+
+    Canonical times are whole seconds (half a second rounds up), so a start derived from an end
+    time and a millisecond duration lands on the second the action began.
+    """
+    try:
+        start = end - timedelta(seconds=duration_s)
+    except OverflowError:
+        raise FieldError(f"{what} reaches before year 1") from None
+    return whole_second(start)
+
+
+def whole_second(moment: datetime) -> datetime:
+    try:
+        return (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
+    except OverflowError:
+        return moment.replace(microsecond=0)
+
+
+def hpss_cartridge(label: str) -> str:
+    """The cartridge of an HPSS physical volume: A8553200 -> A85532 (other labels unchanged).
+
+    HPSS names each side of a cartridge by appending two digits; catalogs and inventories name the
+    cartridge, so every parser normalises to it.
+    """
+    side = label[-HPSS_SIDE_DIGITS:]
+    if len(label) == HPSS_PHYSICAL_LEN and side.isascii() and side.isdigit():
+        return label[:-HPSS_SIDE_DIGITS]
+    return label
+
+
+def year_from_name(path: str | Path) -> int | None:
+    """The year a log's file name carries (billing-2021.11.02 -> 2021), if exactly one kind."""
+    years = {int(y) for y in _YEAR_IN_NAME.findall(Path(str(path)).name)}
+    return years.pop() if len(years) == 1 else None
+
+
+def first_year(path: str | Path, options: ParseOptions, what: str) -> int:
+    """The year of a log's first line: --year, else the file name; neither is a ConfigError."""
+    if options.year is not None:
+        return options.year
+    found = year_from_name(path) if str(path) != "-" else None
+    if found is None:
+        raise ConfigError(
+            "--year",
+            f"--year and the file name {Path(str(path)).name!r}",
+            f"{what} lines carry no year; pass --year",
+        )
+    return found
+
+
+class YearTracker:
+    """The year of each line of a log that writes only month and day.
+
+    Lines are in time order, so a month smaller than the previous line's means the log crossed
+    a new year (12/31 -> 01/01).
+    """
+
+    def __init__(self, year: int) -> None:
+        self.year = year
+        self._month: int | None = None
+
+    def peek(self, month: int) -> int:
+        if self._month is not None and month < self._month:
+            return self.year + 1
+        return self.year
+
+    def commit(self, month: int) -> None:
+        self.year = self.peek(month)
+        self._month = month
+
+
+def csv_fields(line: str) -> list[str]:
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as exc:
+        raise FieldError(f"not a CSV line ({exc})") from None
+
+
+class CsvColumns:
+    """Which column each field of a CSV log holds: from its header, `--columns`, or a default.
+
+    The first non-blank line is a header when it names at least one known column (after the
+    optional renames of `options.mapping`, site name -> canonical name); unknown header columns
+    are ignored. Without a header the layout is `options.columns`, else `default(field_count)`.
+    A repeat of the header line (concatenated exports) is a header again.
+    """
+
+    def __init__(
+        self,
+        known: Collection[str],
+        required: Sequence[str],
+        options: ParseOptions,
+        default: Callable[[int], Sequence[str] | None],
+    ) -> None:
+        self.known = set(known)
+        self.required = tuple(required)
+        self.renames = {
+            str(k).strip().lower(): v
+            for k, v in (options.mapping or {}).items()
+            if isinstance(v, str) and v in self.known
+        }
+        self.fixed: tuple[str, ...] | None = tuple(options.columns) if options.columns else None
+        self.default = default
+        self.header: str | None = None
+        self.problem: str | None = None
+        self._first = True
+
+    def _names(self, fields: list[str]) -> list[str]:
+        names = [f.strip().lower() for f in fields]
+        return [self.renames.get(n, n) for n in names]
+
+    def read(self, line: Line) -> dict[str, str] | None:
+        """The line's fields by column name, or None for a header line (a counted skip)."""
+        if self.header is not None and line.text == self.header:
+            return None
+        fields = csv_fields(line.text)
+        if self._first:
+            self._first = False
+            names = self._names(fields)
+            if any(n in self.known for n in names):
+                self.header = line.text
+                self.fixed = tuple(names)
+                missing = [c for c in self.required if c not in names]
+                if missing:
+                    self.problem = f"the header (line {line.no}) has no {quote(missing[0])} column"
+                    raise FieldError(f"header has no {quote(missing[0])} column")
+                return None
+        if self.problem:
+            raise FieldError(self.problem)
+        names_used = self.fixed or self.default(len(fields))
+        if names_used is None:
+            raise FieldError(f"{len(fields)} fields, not a layout this format knows")
+        if len(fields) != len(names_used):
+            raise FieldError(f"{len(fields)} fields where {len(names_used)} are expected")
+        return dict(zip(names_used, fields, strict=True))
+
+
+def cell(record: dict[str, str], name: str) -> str | None:
+    """A CSV field, None when the column is absent or the field empty."""
+    value = record.get(name)
+    if value is None or not value.strip():
+        return None
+    return value
+
+
+def canonical_value(name: str, dtype: pl.DataType, value: str | None) -> Any:
+    """A field of a canonical CSV converted to its column's type (ISO 8601 times).
+
+    Names and codes lose surrounding blanks; paths, file ids and messages are kept verbatim.
+    """
+    if value is None:
+        return None
+    if isinstance(dtype, pl.Datetime):
+        return iso_time(name, value)
+    if isinstance(dtype, pl.Int64 | pl.Int32):
+        number = integer(name, value)
+        if isinstance(dtype, pl.Int32) and number > 2**31 - 1:
+            raise FieldError(f"{name} {quote(value)} is too large")
+        return number
+    if isinstance(dtype, pl.Float64):
+        return seconds(name, value)
+    return text(name, value if name in VERBATIM else value.strip())
+
+
+def choice(name: str, value: str | None, allowed: Sequence[str], default: str | None) -> str:
+    """One of a column's allowed codes (case-insensitive); the default when empty."""
+    if value is None:
+        if default is None:
+            raise FieldError(f"{name} is empty")
+        return default
+    if value.lower() not in allowed:
+        raise FieldError(f"{name} {quote(value)} is not one of {', '.join(allowed)}")
+    return value.lower()
