@@ -1,0 +1,144 @@
+"""`tapelens predict`: predicted recall time and rate per dataset, now and with ideal placement."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import click
+import polars as pl
+
+from tapelens.analysis import params_store as store
+from tapelens.analysis.dataset_recall import predict_datasets, resolve_media
+from tapelens.analysis.scheduling import parse_drives
+from tapelens.cli.common import App, pass_app
+from tapelens.cli.groups import BY_NAME
+from tapelens.db import connection
+from tapelens.errors import InputError
+
+predict = BY_NAME["predict"]
+FORMATS = ("table", "csv", "json")
+
+
+def format_option(fn: Callable[..., None]) -> Callable[..., None]:
+    """--format table|csv|json and -o FILE."""
+    fn = click.option(
+        "-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout."
+    )(fn)
+    return click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+    )(fn)
+
+
+def render(frame: pl.DataFrame, fmt: str) -> str:
+    """A frame as an aligned text table, CSV or JSON (a list of records)."""
+    if fmt == "csv":
+        return frame.write_csv()
+    if fmt == "json":
+        return json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
+    cells = [[_cell(v) for v in row] for row in frame.iter_rows()]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(frame.columns)]
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(frame.columns, widths, strict=True)).rstrip()]
+    for row in cells:
+        parts = [
+            (v.rjust(w) if num else v.ljust(w))
+            for v, w, num in zip(row, widths, numeric, strict=True)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return "-"
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def emit(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
+    text = render(frame, fmt)
+    if output:
+        Path(output).write_text(text)
+        click.echo(f"wrote {frame.height} rows to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def default_drives(files: pl.DataFrame, readers: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
+    """One drive of the first reading type of every media type present."""
+    drives: dict[str, int] = {}
+    for media in files["media_type"].unique().drop_nulls().to_list():
+        for drive_type in readers.get(media, ())[:1]:
+            drives[drive_type] = 1
+    return drives
+
+
+@predict.command("datasets")
+@click.option("--dataset", help="Only this dataset.")
+@click.option("--type", "dataset_type", help="Only datasets of this type (AOD, RAW, ...).")
+@click.option(
+    "--drives",
+    "drives_spec",
+    metavar="SPEC",
+    help="Drives per type, e.g. LTO8:6,LTO7:4 (default: tapelens.drives, else one per media).",
+)
+@click.option(
+    "--assume-media",
+    metavar="TYPE",
+    help="Media type for tapes whose type is unknown (default: leave their files out).",
+)
+@format_option
+@pass_app
+def datasets(
+    app: App,
+    dataset: str | None,
+    dataset_type: str | None,
+    drives_spec: str | None,
+    assume_media: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Predicted recall time and rate of each dataset now, and with ideal placement.
+
+    Ideal placement packs the dataset's files adjacently (gap 1) onto the fewest tapes of its
+    main media type; placement_cost_s is the difference, slowdown the ratio. Each dataset is
+    predicted as a recall of its own on the given drives.
+
+    \b
+    Example:
+        tapelens predict datasets --type AOD --drives LTO8:4 --format csv -o aod.csv
+    """
+    if dataset and dataset_type:
+        raise click.UsageError("give --dataset or --type, not both")
+    with connection(app.dsn()) as conn:
+        files = store.read_live_files(conn, dataset=dataset, dataset_type=dataset_type)
+        params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
+        readers = store.readable_by(conn)
+        drives = parse_drives(drives_spec) if drives_spec else store.read_drives(conn)
+    if assume_media is not None and assume_media not in params:
+        raise InputError(f"--assume-media: unknown media type {assume_media!r}")
+    files, unknown = resolve_media(files, params, assume_media)
+    if unknown:
+        what = f"assumed {assume_media}" if assume_media else "left out (see --assume-media)"
+        click.echo(f"{len(unknown)} tape(s) of unknown media type: {what}", err=True)
+    if files.height == 0:
+        raise InputError("no live files match" + (f" dataset {dataset!r}" if dataset else ""))
+    if not drives:
+        drives = default_drives(files, readers)
+        spec = ",".join(f"{k}:{v}" for k, v in sorted(drives.items()))
+        click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
+    table = predict_datasets(files, drives, params, readers)
+    blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
+    if blocked:
+        click.echo(
+            f"{blocked} dataset(s) have tapes none of the drives can read; now_s leaves those"
+            " tapes out (see now_unreadable_tapes)",
+            err=True,
+        )
+    emit(table, fmt, output)
