@@ -16,9 +16,11 @@ Choices (every log time is written when the action ends; times are rounded to th
 - a file line with a fileId whose message tells of an error or failure (a read error, a failed
   mount for this file) is a transfer with status failed; its errorMessage (or the message) is
   the error.
-- mount: dismounted_at = the session line's epoch_time; mounted_at = the session start:
-  epoch_time - totalTime when given, else the first file's start minus mountTime, else
-  epoch_time minus mountTime, positionTime, unloadTime and unmountTime.
+- mount: requested_at = the session start: epoch_time - totalTime when given, else the first
+  file's start minus mountTime, else epoch_time minus mountTime, positionTime, unloadTime and
+  unmountTime; mounted_at = requested_at + mountTime (the cartridge is loaded and ready);
+  dismounted_at = epoch_time - unmountTime (the drive let it go; the robot's return follows),
+  the same moments the HPSS PVL log gives.
 - any other message is a counted skip; as are session lines when reading transfers and file
   lines when reading mounts (each is accounted as a row by the other reading).
 """
@@ -29,7 +31,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +210,14 @@ def _mount(
     purpose = PURPOSES.get((mount_type or "").lower())
     if purpose is None:
         purpose = "read" if session.files else "unknown"
+    unmount_s = phases[2] or 0.0
     return {
         "source": source,
         "volume": volume,
         "drive": drive,
-        "mounted_at": started_at,
-        "dismounted_at": whole_second(ended_at),
+        "requested_at": started_at,
+        "mounted_at": whole_second(started_at + timedelta(seconds=mount_s)),
+        "dismounted_at": before(ended_at, unmount_s, "the dismount"),
         "purpose": purpose,
         "status": "complete",
     }

@@ -45,7 +45,7 @@ from tapelens.ingest.formats.logfields import (
 
 KIND = "transfers"
 FORMAT = "dcache-billing"
-MS = 0.001
+MS_PER_S = 1000.0
 DIRECTIONS = {"restore": "read", "store": "write"}
 UNKNOWN_PATHS = {"", "Unknown"}  # what dCache writes when it has no name for the file
 
@@ -101,7 +101,7 @@ def _record(line: Line, years: YearTracker, source: str) -> dict[str, Any] | Non
         raise FieldError(
             'expected [pnfsid,size] [path] storageClass@hsm transferTime queuingTime {rc:"message"}'
         )
-    transfer_s = seconds("transferTime", body["transfer"], scale=MS)
+    transfer_s = seconds("transferTime", body["transfer"], per_second=MS_PER_S)
     rc = integer("rc", body["rc"], minimum=-(2**63))
     message = body["message"].strip()
     if len(message) >= 2 and message[0] == message[-1] == '"':
@@ -117,7 +117,7 @@ def _record(line: Line, years: YearTracker, source: str) -> dict[str, Any] | Non
         "size_bytes": integer("size", body["size"]),
         "started_at": before(ended_at, transfer_s, "the transfer's start"),
         "duration_s": transfer_s,
-        "queued_s": seconds("queuingTime", body["queue"], scale=MS),
+        "queued_s": seconds("queuingTime", body["queue"], per_second=MS_PER_S),
         "status": "ok" if rc == 0 else "failed",
         "error": None if rc == 0 else text("message", message or f"rc {rc}"),
     }

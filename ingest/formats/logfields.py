@@ -74,8 +74,11 @@ def integer(name: str, value: str, *, minimum: int = 0) -> int:
     return number
 
 
-def seconds(name: str, value: str | float, *, scale: float = 1.0) -> float:
-    """A non-negative, finite duration in seconds; `scale` converts from the log's unit (ms)."""
+def seconds(name: str, value: str | float, *, per_second: float = 1.0) -> float:
+    """A non-negative, finite duration in seconds; `per_second`: log units in a second (ms: 1000).
+
+    Dividing (not multiplying by 0.001) keeps a millisecond count exact to the last bit.
+    """
     if isinstance(value, str):
         try:
             number = float(value.strip())
@@ -88,7 +91,7 @@ def seconds(name: str, value: str | float, *, scale: float = 1.0) -> float:
             raise FieldError(f"{name} {quote(value)} is too large") from None
     if not math.isfinite(number) or number < 0:
         raise FieldError(f"{name} {quote(value)} is not a non-negative number")
-    result = number * scale
+    result = number / per_second
     if result > MAX_DURATION_S:
         raise FieldError(f"{name} {quote(value)} is longer than a year")
     return result

@@ -300,30 +300,34 @@ def test_cta_sessions_as_mounts() -> None:
     want = expected(
         "mounts",
         [
-            # totalTime given: start = end - totalTime
+            # totalTime given: requested = end - totalTime, mounted after mountTime (20 s),
+            # dismounted before unmountTime (10 s)
             {
                 "volume": "L85678",
                 "drive": "IBMLIB4-LTO8-12",
-                "mounted_at": cta_time(200 - 120),
-                "dismounted_at": cta_time(200),
+                "requested_at": cta_time(200 - 120),
+                "mounted_at": cta_time(200 - 120 + 20),
+                "dismounted_at": cta_time(200 - 10),
                 "purpose": "read",
                 "status": "complete",
             },
-            # no totalTime: first file's start (72 s) minus mountTime (30 s)
+            # no totalTime: requested = first file's start (72 s) minus mountTime (30 s)
             {
                 "volume": "L81234",
                 "drive": "IBMLIB4-LTO8-03",
-                "mounted_at": cta_time(72 - 30),
-                "dismounted_at": cta_time(300),
+                "requested_at": cta_time(72 - 30),
+                "mounted_at": cta_time(72),
+                "dismounted_at": cta_time(300 - 12),
                 "purpose": "read",
                 "status": "complete",
             },
-            # no files: end minus mount, position, unload and unmount times
+            # no files: requested = end minus mount, position, unload and unmount times
             {
                 "volume": "L80001",
                 "drive": "IBMLIB4-LTO8-05",
-                "mounted_at": cta_time(400 - 20),
-                "dismounted_at": cta_time(400),
+                "requested_at": cta_time(400 - 20),
+                "mounted_at": cta_time(400 - 20 + 10),
+                "dismounted_at": cta_time(400 - 5),
                 "purpose": "write",
                 "status": "complete",
             },
