@@ -62,7 +62,7 @@ def _register() -> None:
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         top = getattr(module, "group", None)
-        if isinstance(top, click.Group):
+        if isinstance(top, click.Command):
             cli.add_command(top)
     for group in groups.GROUPS:
         if group.name not in cli.commands:
