@@ -46,6 +46,7 @@ def read_manifest(path: Path) -> list[ManifestInput]:
         if entry.get("skip"):
             continue
         raw_options = dict(entry.get("options") or {})
+        source = entry.get("source") or raw_options.pop("source", None)
         options = {k: raw_options.pop(k) for k in list(raw_options) if k in _OPTION_FIELDS}
         if isinstance(options.get("columns"), list):
             options["columns"] = tuple(options["columns"])
@@ -60,7 +61,7 @@ def read_manifest(path: Path) -> list[ManifestInput]:
             ManifestInput(
                 base / entry["path"],
                 lookup(entry["kind"], entry["format"]),
-                entry.get("source"),
+                source,
                 options,
                 extra,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,17 +34,33 @@ PROGRESS_AFTER_S = 2.0  # inputs that load faster than this show no progress bar
 
 
 class _LazyProgress:
-    """A progress bar on stderr that appears only once a load has run for a few seconds."""
+    """Progress on stderr once a load has run for a few seconds: a bar on a terminal, a plain
+    line every PLAIN_EVERY_S seconds otherwise (logs of batch jobs)."""
+
+    PLAIN_EVERY_S = 10.0
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.started = time.monotonic()
         self.bar: Progress | None = None
         self.task: Any = None
+        self.tty = sys.stderr.isatty()
+        self.last_line = self.started
 
     def __call__(self, done: int, total: int | None, rows: int) -> None:
+        now = time.monotonic()
+        if not self.tty:
+            if now - self.last_line >= self.PLAIN_EVERY_S:
+                self.last_line = now
+                mb_s = done / 1e6 / max(now - self.started, 1e-9)
+                of = f" of {total / 1e6:,.0f}" if total else ""
+                click.echo(
+                    f"{self.label}: {done / 1e6:,.0f}{of} MB, {rows:,} rows, {mb_s:,.1f} MB/s",
+                    err=True,
+                )
+            return
         if self.bar is None:
-            if time.monotonic() - self.started < PROGRESS_AFTER_S:
+            if now - self.started < PROGRESS_AFTER_S:
                 return
             self.bar = Progress(
                 TextColumn("{task.description}"),
