@@ -1,1 +1,10 @@
-"""The synthetic site: realistic tape catalogs and logs with their ground truth."""
+"""The synthetic site: realistic tape catalogs and logs with their ground truth.
+
+from tapelens.synth import generate, site_params
+site = generate(Path("/tmp/site"), site_params("bnl", files=200_000, seed=7))
+"""
+
+from tapelens.synth.generate import GeneratedSite, generate
+from tapelens.synth.params import PROFILES, SiteParams, site_params
+
+__all__ = ["PROFILES", "GeneratedSite", "SiteParams", "generate", "site_params"]
