@@ -1,0 +1,132 @@
+"""The loop shared by the catalog formats read line by line (all but hpss-lsp).
+
+Lines come from large blocks (blocks.py: decoded and split in one go, undecodable lines refused
+as LineReader does). A format's handler looks at one line only as far as it must - skip it,
+refuse it, or keep its raw fields - and its `finish` converts and checks a whole batch of kept
+lines at once with Polars, refusing rows with a reason. Python work per line stays small.
+Strict mode reports the first refused line of a batch by line number, also when a line is found
+bad only in `finish`, so the message always names the earliest problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tapelens.errors import ParseError
+from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
+from tapelens.ingest.formats.blocks import REFUSED, BlockReader, block_bytes_for, split_lines
+
+
+class Lines:
+    """One batch of kept lines (as raw field tuples), refused lines and the skip count."""
+
+    def __init__(self, columns: tuple[str, ...]) -> None:
+        self.columns = columns
+        self.rows: list[tuple[Any, ...]] = []
+        self.line_nos: list[int] = []
+        self.raws: list[str] = []
+        self.rejects: list[Reject] = []
+        self.skipped = 0
+
+    def keep(self, no: int, raw: str, values: tuple[Any, ...]) -> None:
+        self.rows.append(values)
+        self.line_nos.append(no)
+        self.raws.append(raw)
+
+    def reject(self, no: int, raw: str, reason: str) -> None:
+        self.rejects.append(Reject(no, raw, reason))
+
+    def skip(self) -> None:
+        self.skipped += 1
+
+    def frame(self, dtypes: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
+        """line_no, raw and the kept columns (strings unless `dtypes` says otherwise)."""
+        dtypes = dtypes or {}
+        values = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(self.columns)
+        data = {
+            name: pl.Series(name, list(col), dtype=dtypes.get(name, pl.String()))
+            for name, col in zip(self.columns, values, strict=True)
+        }
+        return pl.DataFrame(
+            {
+                "line_no": pl.Series(self.line_nos, dtype=pl.Int64),
+                "raw": pl.Series(self.raws, dtype=pl.String),
+                **data,
+            }
+        )
+
+
+Handler = Callable[[int, str, Lines], None]
+Finish = Callable[[Lines], pl.DataFrame]  # the batch's rows; may add rejects to Lines
+
+
+def run(
+    path: str | Path,
+    options: ParseOptions,
+    columns: tuple[str, ...],
+    handle: Handler,
+    finish: Finish,
+    name: str | None = None,
+) -> Iterator[Batch]:
+    """Feed every line of `path` to `handle`; `finish` each batch of at most batch_rows lines.
+
+    `name` is the input as shown in messages (default: the path). A format whose columns come
+    from a header line passes no columns and sets Lines.columns in `finish`.
+    """
+    name = name or str(path)
+    with BlockReader(path) as reader:
+        reader.name = name
+        lines = Lines(columns)
+        for block in reader.blocks(block_bytes_for(options.batch_rows)):
+            texts, refused = split_lines(block)
+            reader.advance(len(texts))
+            lines.rejects += refused
+            no = block.first_line_no
+            for text in texts:
+                if text != REFUSED:
+                    handle(no, text, lines)
+                no += 1
+                if len(lines.rows) >= options.batch_rows:
+                    yield _flush(lines, finish, name, options, reader.bytes_read)
+                    lines = Lines(columns)
+        yield _flush(lines, finish, name, options, reader.bytes_read)
+
+
+def _flush(
+    lines: Lines, finish: Finish, name: str, options: ParseOptions, bytes_read: int
+) -> Batch:
+    frame = finish(lines)
+    rejects = sorted(lines.rejects, key=lambda r: r.line_no)
+    if rejects and options.strict:
+        raise ParseError(name, rejects[0].line_no, rejects[0].reason)
+    return Batch(frame, rejects, lines.skipped, bytes_read)
+
+
+def refuse(
+    frame: pl.DataFrame, checks: list[tuple[pl.Expr, pl.Expr]], lines: Lines
+) -> pl.DataFrame:
+    """The rows of `frame` that pass every check; the others become rejects.
+
+    checks: (bad, reason) pairs in order; a row's reason is that of its first failing check.
+    Reasons are built on the refused rows only. `frame` needs line_no and raw.
+    """
+    if not checks or not frame.height:
+        return frame
+    flags = [f"_bad{i}" for i in range(len(checks))]
+    flagged = frame.with_columns(
+        bad.fill_null(True).alias(flag) for flag, (bad, _) in zip(flags, checks, strict=True)
+    )
+    any_bad = pl.any_horizontal(flags)
+    refused = flagged.filter(any_bad)
+    if refused.height:
+        reason = pl.coalesce(
+            [pl.when(pl.col(f)).then(why) for f, (_, why) in zip(flags, checks, strict=True)]
+        )
+        for no, raw, why in refused.select("line_no", "raw", reason.alias("_why")).iter_rows():
+            lines.reject(no, raw, why)
+        flagged = flagged.filter(~any_bad)
+    return flagged.drop(flags)
