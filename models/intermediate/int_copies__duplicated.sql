@@ -1,0 +1,55 @@
+{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+
+-- The live copies of files (source, file_id) that have more than one live copy: the
+-- duplicates left by lost-acknowledgement retries (DOMAIN.md). copy_rank 1 is the file's first
+-- copy (oldest written_at, then copy_no, then copy_id); the highest rank is the newest copy,
+-- the one tape clients recall. Every other file has one live copy, its first.
+with copies as (
+    select * from {{ ref('int_copies__located') }}
+    where is_live
+),
+
+duplicated as (
+    select
+        source,
+        file_id
+    from copies
+    group by source, file_id
+    having count(*) > 1
+),
+
+ranked as (
+    select
+        copies.*,
+        row_number() over (
+            partition by copies.source, copies.file_id
+            order by copies.written_at, copies.copy_no, copies.copy_id
+        ) as copy_rank,
+        count(*) over (partition by copies.source, copies.file_id) as file_copies
+    from copies
+    inner join duplicated
+        on copies.source = duplicated.source
+        and copies.file_id = duplicated.file_id
+),
+
+final as (
+    select
+        source,
+        copy_id,
+        written_at,
+        file_id,
+        path,
+        dataset,
+        dataset_type,
+        size_bytes,
+        volume,
+        position,
+        media_type,
+        copy_rank,
+        file_copies,
+        copy_rank = 1 as is_first_copy,
+        copy_rank = file_copies as is_newest_copy
+    from ranked
+)
+
+select * from final

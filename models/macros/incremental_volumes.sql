@@ -1,0 +1,78 @@
+{#- Incremental builds by volume. Every row of a volume-keyed incremental mart carries
+    watermark_at: the newest change to the canonical tables (tape_files.last_seen_at /
+    removed_at, tapes.updated_at) that the build which wrote it had seen. An incremental build
+    recomputes exactly the volumes changed since the newest watermark in its table:
+
+    1. a pre-hook lists them, with the new watermark, in a temporary table, in one statement
+       (one snapshot), so that the delete and the insert work on the same volumes even while
+       an ingest commits;
+    2. a pre-hook deletes their rows, so volumes whose copies were all removed or whose tape
+       was repacked disappear as they would in a full refresh;
+    3. the model recomputes their rows (append), reading the copies of those volumes only
+       (a join to a small analysed table lets the planner use the tape_files volume index).
+
+    The ingest stamps every row it inserts or lists again (last_seen_at), every copy it marks
+    removed (removed_at) and every tape it updates (updated_at) with now(). -#}
+
+{% macro touched_volumes_table() -%}
+    tapelens_touched__{{ this.identifier }}
+{%- endmacro %}
+
+{#- The newest change the canonical tables show now (the watermark of a full build). -#}
+{% macro source_watermark() -%}
+    (select greatest(
+        (select max(greatest(last_seen_at, removed_at)) from {{ ref('stg_tape_files') }}),
+        (select max(updated_at) from {{ ref('stg_tapes') }})
+    ))
+{%- endmacro %}
+
+{#- Pre-hook `step` (0: list, 1: analyse, 2: delete); empty, so skipped, when not incremental. -#}
+{% macro touched_volumes_hook(step) -%}
+    {%- if is_incremental() -%}
+        {%- set touched = touched_volumes_table() -%}
+        {%- if step == 0 -%}
+            create temporary table {{ touched }} on commit drop as
+            with since as (
+                select coalesce(max(watermark_at), '-infinity'::timestamptz) as watermark_at
+                from {{ this }}
+            ),
+            changes as (
+                select volume, max(greatest(last_seen_at, removed_at)) as changed_at
+                from {{ ref('stg_tape_files') }}
+                group by volume
+                union all
+                select volume, updated_at as changed_at
+                from {{ ref('stg_tapes') }}
+            ),
+            newest as (
+                select max(changed_at) as watermark_at from changes
+            )
+            select distinct changes.volume, newest.watermark_at
+            from changes
+            cross join since
+            cross join newest
+            where changes.changed_at > since.watermark_at
+        {%- elif step == 1 -%}
+            analyze {{ touched }}
+        {%- else -%}
+            delete from {{ this }} where volume in (select volume from {{ touched }})
+        {%- endif -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{#- In the model: keep the rows of the touched volumes (incremental runs only). -#}
+{% macro where_touched(column='volume') -%}
+    {%- if is_incremental() -%}
+        {{ column }} in (select volume from {{ touched_volumes_table() }})
+    {%- else -%}
+        true
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro new_watermark() -%}
+    {%- if is_incremental() -%}
+        (select max(watermark_at) from {{ touched_volumes_table() }})
+    {%- else -%}
+        {{ source_watermark() }}
+    {%- endif -%}
+{%- endmacro %}

@@ -1,0 +1,48 @@
+{{ config(materialized='table') }}
+
+-- Mounts per UTC day (time_bucket on mounted_at), drive and media type of the mounted volume.
+-- A mount that spans midnight counts on the day it was mounted. Missing drives and volumes
+-- missing from the inventory group as 'unknown'. mounted_s sums mounts with a dismount record;
+-- wait_s is mounted_at - requested_at where the request time is known.
+with mounts as (
+    select * from {{ ref('stg_mounts') }}
+),
+
+tapes as (
+    select * from {{ ref('stg_tapes') }}
+),
+
+located as (
+    select
+        time_bucket(interval '1 day', mounts.mounted_at) as day,
+        coalesce(mounts.drive, 'unknown') as drive,
+        coalesce(tapes.media_type, 'unknown') as media_type,
+        mounts.volume,
+        mounts.purpose,
+        mounts.status,
+        extract(epoch from mounts.dismounted_at - mounts.mounted_at) as mounted_s,
+        extract(epoch from mounts.mounted_at - mounts.requested_at) as wait_s
+    from mounts
+    left join tapes
+        on mounts.volume = tapes.volume
+),
+
+final as (
+    select
+        day,
+        drive,
+        media_type,
+        count(*) as mounts,
+        count(*) filter (where purpose = 'read') as read_mounts,
+        count(*) filter (where purpose = 'write') as write_mounts,
+        count(distinct volume) as volumes,
+        count(*) filter (where status <> 'complete') as incomplete_mounts,
+        coalesce(sum(mounted_s), 0)::double precision as mounted_s,
+        avg(mounted_s)::double precision as mean_mounted_s,
+        avg(wait_s)::double precision as mean_wait_s,
+        max(wait_s)::double precision as max_wait_s
+    from located
+    group by day, drive, media_type
+)
+
+select * from final

@@ -1,0 +1,28 @@
+with source as (
+    select * from {{ source('tapelens', 'tape_files') }}
+),
+
+final as (
+    select
+        source,
+        copy_id,
+        file_id,
+        path,
+        dataset,
+        dataset_type,
+        experiment,
+        size_bytes,
+        volume,
+        position,
+        offset_bytes,
+        aggregate_id,
+        copy_no,
+        written_at,
+        checksum,
+        ingest_run_id,
+        last_seen_at,
+        removed_at
+    from source
+)
+
+select * from final

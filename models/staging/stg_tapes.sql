@@ -1,0 +1,19 @@
+with source as (
+    select * from {{ source('tapelens', 'tapes') }}
+),
+
+final as (
+    select
+        volume,
+        barcode,
+        media_type,
+        library,
+        pool,
+        capacity_bytes,
+        state,
+        media_from,
+        updated_at
+    from source
+)
+
+select * from final

@@ -1,0 +1,227 @@
+"""Build the dbt models (models/) in-process against a tapelens database.
+
+dbt reads its connection from models/profiles.yml, which takes every value from environment
+variables: `build` resolves the DSN (defaults, ~/.pgpass) with a real connection, sets those
+variables for the duration of the run only, and gives the password to dbt through a
+DBT_ENV_SECRET_ variable, which dbt scrubs from its logs. dbt's own output goes to a log file;
+failures come back as one ModelBuildError naming the failing models and tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tapelens.db import connection, redact
+from tapelens.errors import ConfigError, DatabaseError, TapelensError
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent / "models"
+MARTS_SCHEMA = "tapelens_marts"
+# dbt runs this many models at once; the database does the work, two suit a small server.
+DBT_THREADS = 2
+# Failure messages name at most this many failing nodes; the log file has the rest.
+MAX_NAMED_FAILURES = 5
+
+_PASSWORD_VAR = "DBT_ENV_SECRET_TAPELENS_PASSWORD"
+_ENV_VARS = (
+    "TAPELENS_DBT_HOST",
+    "TAPELENS_DBT_PORT",
+    "TAPELENS_DBT_USER",
+    "TAPELENS_DBT_DBNAME",
+    "TAPELENS_DBT_SSLMODE",
+    "TAPELENS_DBT_THREADS",
+    _PASSWORD_VAR,
+)
+_TEST_TYPES = {"test", "unit_test"}
+
+
+class ModelBuildError(TapelensError):
+    """A model, data test or unit test failed, or dbt could not start."""
+
+    def __init__(self, message: str, log_path: Path) -> None:
+        self.log_path = log_path
+        super().__init__(f"{message} (dbt log: {log_path})")
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What one `dbt build` did."""
+
+    models_built: int
+    tests_passed: int
+    tests_failed: int
+    skipped: int
+    seconds: float
+    log_path: Path
+    failures: tuple[str, ...] = field(default=())
+
+
+def default_log_dir() -> Path:
+    """Outside the source tree: dbt's target/ and logs/ under the system temp directory."""
+    return Path(tempfile.gettempdir()) / f"tapelens-dbt-{os.getuid()}"
+
+
+def profile_env(dsn: str) -> dict[str, str]:
+    """The variables models/profiles.yml reads, from a DSN resolved by a real connection
+    (so libpq defaults, PG* variables and ~/.pgpass apply as they do for every other command)."""
+    with connection(dsn) as conn:
+        info = conn.info
+        params = info.get_parameters()
+        found = conn.execute("select to_regclass('tapelens.tape_files') is not null").fetchone()
+        if not found or not found[0]:
+            raise DatabaseError(
+                f"the database at {redact(dsn)} has no tapelens schema; run: tapelens db migrate"
+            )
+        env = {
+            "TAPELENS_DBT_HOST": info.host,
+            "TAPELENS_DBT_PORT": str(info.port),
+            "TAPELENS_DBT_USER": info.user,
+            "TAPELENS_DBT_DBNAME": info.dbname,
+            "TAPELENS_DBT_SSLMODE": params.get("sslmode", "prefer"),
+            "TAPELENS_DBT_THREADS": str(DBT_THREADS),
+        }
+        password = info.password
+    if password:
+        env[_PASSWORD_VAR] = password
+    return env
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set dbt's profile variables for one run, then put back whatever was there."""
+    saved = {name: os.environ.get(name) for name in _ENV_VARS}
+    try:
+        for name in _ENV_VARS:
+            os.environ.pop(name, None)
+        os.environ.update(values)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def dbt_args(
+    command: str,
+    log_dir: Path,
+    select: Sequence[str] | None = None,
+    full_refresh: bool = False,
+    vars: Mapping[str, Any] | None = None,
+    exclude: Sequence[str] | None = None,
+) -> list[str]:
+    """The dbt command line: project and profile from models/, output under log_dir, nothing
+    on the console, no usage statistics sent."""
+    args = [
+        command,
+        "--project-dir",
+        str(PROJECT_DIR),
+        "--profiles-dir",
+        str(PROJECT_DIR),
+        "--target-path",
+        str(log_dir / "target"),
+        "--log-path",
+        str(log_dir),
+        "--log-level",
+        "none",
+        "--log-level-file",
+        "info",
+        "--log-format-file",
+        "text",
+        "--no-use-colors",
+        "--no-send-anonymous-usage-stats",
+        "--no-version-check",
+    ]
+    if select:
+        args += ["--select", *select]
+    if exclude:
+        args += ["--exclude", *exclude]
+    if full_refresh:
+        args.append("--full-refresh")
+    if vars:
+        args += ["--vars", json.dumps(dict(vars), default=str)]
+    return args
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    text = " ".join(str(text).split())
+    return text.replace(secret, "***") if secret else text
+
+
+def _summarise(result: Any, seconds: float, log_path: Path, secret: str | None) -> BuildSummary:
+    models = passed = failed = skipped = 0
+    failures: list[str] = []
+    for node_result in getattr(result, "results", None) or []:
+        node = node_result.node
+        kind = str(node.resource_type)
+        status = str(node_result.status)
+        if status == "skipped":
+            skipped += 1
+        elif kind in _TEST_TYPES:
+            if status in ("pass", "warn"):
+                passed += 1
+            else:
+                failed += 1
+                detail = node_result.message or status
+                failures.append(f"{kind} {node.name}: {_scrub(detail, secret)}")
+        elif status == "success":
+            models += kind == "model"
+        else:
+            failures.append(f"{kind} {node.name}: {_scrub(node_result.message or status, secret)}")
+    return BuildSummary(models, passed, failed, skipped, seconds, log_path, tuple(failures))
+
+
+def build(
+    dsn: str,
+    select: list[str] | None = None,
+    full_refresh: bool = False,
+    vars: dict[str, Any] | None = None,
+    log_dir: Path | None = None,
+    exclude: list[str] | None = None,
+) -> BuildSummary:
+    """Run `dbt build` (models, then their data and unit tests) against the database.
+
+    select/exclude take dbt selectors (exclude=["resource_type:test",
+    "resource_type:unit_test"] builds the models alone). Raises ModelBuildError naming the
+    failing models and tests; dbt's log is in log_dir.
+    """
+    if not (PROJECT_DIR / "dbt_project.yml").is_file():
+        raise ConfigError("dbt project", str(PROJECT_DIR), "dbt_project.yml not found")
+    log_dir = (log_dir or default_log_dir()).expanduser().resolve()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "dbt.log"
+    env = profile_env(dsn)
+    secret = env.get(_PASSWORD_VAR)
+    # Imported here: loading dbt takes seconds, which other commands should not pay.
+    from dbt.cli.main import dbtRunner
+
+    started = time.monotonic()
+    with _environment(env):
+        outcome = dbtRunner().invoke(
+            dbt_args("build", log_dir, select, full_refresh, vars, exclude)
+        )
+    seconds = time.monotonic() - started
+    if outcome.exception is not None:
+        raise ModelBuildError(
+            f"dbt could not run: {_scrub(str(outcome.exception), secret)}", log_path
+        )
+    summary = _summarise(outcome.result, seconds, log_path, secret)
+    if summary.failures or not outcome.success:
+        named = "; ".join(summary.failures[:MAX_NAMED_FAILURES]) or "dbt reported failure"
+        more = len(summary.failures) - MAX_NAMED_FAILURES
+        if more > 0:
+            named += f"; and {more} more"
+        raise ModelBuildError(
+            f"models build failed ({summary.models_built} models built, "
+            f"{summary.tests_passed} tests passed, {summary.tests_failed} failed): {named}",
+            log_path,
+        )
+    return summary
