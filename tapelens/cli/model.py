@@ -13,7 +13,7 @@ from tapelens.analysis.throughput import ModelParams, predict_reads
 from tapelens.analysis.validate import DEFAULT_HOLDOUT, fit_figure, validate
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
-from tapelens.cli.predict import emit, format_option
+from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import TapelensError
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 
 import click
 import polars as pl
@@ -15,59 +12,11 @@ from tapelens.analysis.dataset_recall import predict_datasets, resolve_media
 from tapelens.analysis.scheduling import parse_drives
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
 predict = BY_NAME["predict"]
-FORMATS = ("table", "csv", "json")
-
-
-def format_option(fn: Callable[..., None]) -> Callable[..., None]:
-    """--format table|csv|json and -o FILE."""
-    fn = click.option(
-        "-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout."
-    )(fn)
-    return click.option(
-        "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
-    )(fn)
-
-
-def render(frame: pl.DataFrame, fmt: str) -> str:
-    """A frame as an aligned text table, CSV or JSON (a list of records)."""
-    if fmt == "csv":
-        return frame.write_csv()
-    if fmt == "json":
-        return json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
-    cells = [[_cell(v) for v in row] for row in frame.iter_rows()]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(frame.columns)]
-    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(frame.columns, widths, strict=True)).rstrip()]
-    for row in cells:
-        parts = [
-            (v.rjust(w) if num else v.ljust(w))
-            for v, w, num in zip(row, widths, numeric, strict=True)
-        ]
-        lines.append("  ".join(parts).rstrip())
-    return "\n".join(lines) + "\n"
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return "-"
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return str(value)
-
-
-def emit(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
-    text = render(frame, fmt)
-    if output:
-        Path(output).write_text(text)
-        click.echo(f"wrote {frame.height} rows to {output}", err=True)
-    else:
-        click.echo(text, nl=False)
 
 
 def default_drives(files: pl.DataFrame, readers: Mapping[str, tuple[str, ...]]) -> dict[str, int]:

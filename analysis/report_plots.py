@@ -1,0 +1,79 @@
+"""Charts of the report figures (--plot FILE.png): one picture per report, same numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+
+def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
+    if frame.height == 0:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center")
+    elif report == "gaps" and by in ("type", "period"):
+        for dtype, part in frame.sort("period").group_by("dataset_type", maintain_order=True):
+            ax.errorbar(
+                part["period"].to_list(),
+                part["mu"].to_list(),
+                yerr=part["sem"].fill_null(0).to_list(),
+                marker="o",
+                capsize=3,
+                label=str(dtype[0]),
+            )
+        ax.set_ylabel("mean read-through gap (posdiff)")
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.legend(fontsize=8)
+        ax.tick_params(axis="x", rotation=60, labelsize=7)
+    elif report == "gaps":
+        ax.hist(frame["mu"].drop_nulls().to_list(), bins=40)
+        ax.set_xlabel(f"mean read-through gap per {by}")
+        ax.set_ylabel(f"{by}s")
+    elif report == "duplicates" and by == "file":
+        ax.hist(
+            frame["copies"].to_list(), bins=range(2, _int(frame["copies"].max(), 2) + 2), log=True
+        )
+        ax.set_xlabel("copies per duplicated file")
+        ax.set_ylabel("files")
+    elif report == "duplicates":
+        ax.hist(frame["duplicated_files"].to_list(), bins=40, log=True)
+        ax.set_xlabel(f"duplicated files per {by}")
+    elif report == "tapes" and by == "dataset":
+        ax.scatter(frame["tapes_needed"].to_list(), frame["tapes_used"].to_list(), s=8)
+        top = max(_int(frame["tapes_used"].max(), 1), 1)
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("tapes needed at capacity")
+        ax.set_ylabel("tapes used")
+    elif report == "tapes":
+        ax.bar(frame["dataset_type"].to_list(), frame["mean_tapes_used"].to_list())
+        ax.set_ylabel("mean tapes used per dataset")
+    elif report == "occupancy" and by == "tape":
+        ax.hist(frame["occupancy"].drop_nulls().to_list(), bins=40)
+        ax.set_xlabel("occupancy (live bytes / capacity)")
+        ax.set_ylabel("tapes")
+    elif report == "occupancy":
+        ax.bar(frame["media_type"].to_list(), frame["mean_occupancy"].to_list())
+        ax.set_ylabel("mean occupancy")
+    elif report == "rates" and by == "gap":
+        ax.plot(frame["gap"].to_list(), frame["median_rate_mb_s"].to_list(), marker="o")
+        ax.set_xlabel("gap at read time (posdiff from the previous read; 100 = locate)")
+        ax.set_ylabel("median rate (MB/s)")
+        ax.set_xscale("symlog")
+    else:
+        labels = [str(v) for v in frame[frame.columns[0]].to_list()]
+        ax.bar(labels, frame["median_rate_mb_s"].to_list())
+        ax.set_ylabel("median rate (MB/s)")
+        ax.tick_params(axis="x", rotation=60, labelsize=7)
+    ax.set_title(f"tapelens report {report} --by {by}")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _int(value: object, default: int) -> int:
+    return int(value) if isinstance(value, int | float) else default

@@ -1,0 +1,216 @@
+"""Gap, duplicate, tape, occupancy and rate reports over the dbt marts.
+
+Each report is a query over tapelens_marts (built by `tapelens models build`) returning a frame;
+figures that need the published conventions (mu, sigma, sem of read-through posdiff) come from
+the marts' sums, so a report never re-derives them differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates")
+GROUPINGS = {
+    "gaps": ("type", "period", "dataset", "tape"),
+    "duplicates": ("file", "dataset", "tape"),
+    "tapes": ("dataset", "type"),
+    "occupancy": ("tape", "media"),
+    "rates": ("gap", "type", "tape", "period", "size"),
+}
+DEFAULT_BY = {
+    "gaps": "type",
+    "duplicates": "file",
+    "tapes": "dataset",
+    "occupancy": "tape",
+    "rates": "gap",
+}
+M = "tapelens_marts"
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    dataset_type: str | None = None
+    limit: int | None = None
+
+
+def _where(f: ReportFilter, time_col: str, type_col: str = "dataset_type") -> tuple[str, list]:
+    clauses: list[str] = []
+    params: list[object] = []
+    for value, op in ((f.since, ">="), (f.until, "<")):
+        if value is not None:
+            params.append(value)
+            clauses.append(f"{time_col} {op} ${len(params)}")
+    if f.dataset_type:
+        params.append(f.dataset_type.upper())
+        clauses.append(f"{type_col} = ${len(params)}")
+    return (" where " + " and ".join(clauses) if clauses else ""), params
+
+
+def _stats(n: str, s1: str, s2: str) -> str:
+    """n, mu and sample sigma from per-group counts and sums (the marts' sums of posdiff)."""
+    return (
+        f"sum({n})::bigint as n, sum({s1})::float8 / nullif(sum({n}), 0) as mu,"
+        f" sqrt(greatest(sum({s2})::float8 - sum({s1})::float8 ^ 2 / nullif(sum({n}), 0), 0)"
+        f" / nullif(sum({n}) - 1, 0)) as sigma"
+    )
+
+
+def gaps_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    if by in ("type", "period") and f.since is None and f.until is None:
+        kind = "cutover" if by == "type" else "month"
+        where, params = _where(f, "null", "dataset_type")
+        where = where.replace(" where ", " and ", 1) if where else ""
+        return (
+            f"select dataset_type, period, mu::float8 as mu, n::bigint as n,"
+            f" sigma::float8 as sigma, sem::float8 as sem"
+            f" from {M}.agg_gap_by_type_period where period_kind = '{kind}'{where}"
+            f" order by dataset_type, period",
+            params,
+        )
+    if by in ("type", "period"):
+        where, params = _where(f, "written_at")
+        cond = "gap_class = 'read_through'"
+        where = f"{where} and {cond}" if where else f" where {cond}"
+        period = (
+            "to_char(written_at at time zone 'UTC', 'YYYY-MM')" if by == "period" else "'selected'"
+        )
+        return (
+            f"select dataset_type, period, mu, n, sigma, sigma / sqrt(n) as sem from ("
+            f" select dataset_type, {period} as period, count(*)::bigint as n,"
+            f" avg(posdiff)::float8 as mu, stddev_samp(posdiff)::float8 as sigma"
+            f" from {M}.fct_file_gaps{where} group by 1, 2) g order by 1, 2",
+            params,
+        )
+    where, params = _where(f, "last_written_at")
+    key = "dataset, dataset_type" if by == "dataset" else "volume, media_type"
+    return (
+        f"select {key}, count(*)::bigint as {'tapes' if by == 'dataset' else 'datasets'},"
+        f" sum(files)::bigint as files,"
+        f" {_stats('n_read_through', 'sum_posdiff', 'sum_posdiff_sq')},"
+        f" sum(n_locates)::bigint as locates,"
+        f" (sum(size_bytes)::float8"
+        f"  / nullif(sum(size_bytes + read_through_bytes), 0)) as rate_factor"
+        f" from {M}.fct_dataset_tape_gaps{where} group by {key}"
+        f" order by mu desc nulls last, {key}",
+        params,
+    )
+
+
+def duplicates_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    where, params = _where(f, "last_written_at")
+    if by == "file":
+        return (
+            f"select file_id, path, dataset, dataset_type, copies::bigint as copies,"
+            f" n_volumes::bigint as n_volumes, array_to_string(volumes, ',') as volumes,"
+            f" first_written_at, last_written_at, newest_off_main,"
+            f" extra_mounts::bigint as extra_mounts, size_bytes::bigint as size_bytes"
+            f" from {M}.fct_duplicate_copies{where} order by copies desc, file_id",
+            params,
+        )
+    key = "dataset, dataset_type" if by == "dataset" else "unnest(volumes) as volume"
+    group = "dataset, dataset_type" if by == "dataset" else "volume"
+    return (
+        f"select {group}, count(*)::bigint as duplicated_files,"
+        f" sum(extra_copies)::bigint as extra_copies, sum(extra_bytes)::bigint as extra_bytes,"
+        f" sum(extra_mounts)::bigint as extra_mounts"
+        f" from (select {key}, extra_copies, extra_bytes, extra_mounts"
+        f" from {M}.fct_duplicate_copies{where}) d group by {group}"
+        f" order by duplicated_files desc, {group}",
+        params,
+    )
+
+
+def tapes_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    where, params = _where(f, "last_written_at")
+    if by == "dataset":
+        return (
+            f"select dataset, dataset_type, files::bigint as files,"
+            f" size_bytes::bigint as size_bytes, tapes_used::bigint as tapes_used,"
+            f" tapes_needed::bigint as tapes_needed, main_tapes::bigint as main_tapes,"
+            f" mean_gap::float8 as mean_gap, duplicate_copies::bigint as duplicate_copies,"
+            f" extra_mounts::bigint as extra_mounts, small_file_share::float8 as small_file_share"
+            f" from {M}.dim_datasets{where}"
+            f" order by tapes_used - tapes_needed desc, dataset",
+            params,
+        )
+    return (
+        f"select dataset_type, count(*)::bigint as datasets,"
+        f" avg(tapes_used)::float8 as mean_tapes_used,"
+        f" avg(tapes_needed)::float8 as mean_tapes_needed,"
+        f" max(tapes_used)::bigint as max_tapes_used,"
+        f" sum(tapes_used - tapes_needed)::bigint as excess_tapes"
+        f" from {M}.dim_datasets{where} group by dataset_type order by dataset_type",
+        params,
+    )
+
+
+def occupancy_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    where, params = _where(f, "last_written_at", "null")
+    if f.dataset_type:
+        where, params = _where(ReportFilter(f.since, f.until), "last_written_at")
+    if by == "tape":
+        return (
+            f"select volume, media_type, state, capacity_bytes::bigint as capacity_bytes,"
+            f" live_bytes::bigint as live_bytes, duplicate_bytes::bigint as duplicate_bytes,"
+            f" occupancy::float8 as occupancy, n_datasets::bigint as datasets,"
+            f" small_file_share::float8 as small_file_share,"
+            f" datasets_mean_gap::float8 as datasets_mean_gap"
+            f" from {M}.fct_tape_occupancy{where} order by occupancy nulls first, volume",
+            params,
+        )
+    return (
+        f"select media_type, count(*)::bigint as tapes,"
+        f" avg(occupancy)::float8 as mean_occupancy,"
+        f" sum(live_bytes)::bigint as live_bytes, sum(duplicate_bytes)::bigint as duplicate_bytes,"
+        f" sum(capacity_bytes)::bigint as capacity_bytes"
+        f" from {M}.fct_tape_occupancy{where} group by media_type order by media_type",
+        params,
+    )
+
+
+def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    where, params = _where(f, "started_at")
+    key = {
+        "gap": "read_gap_class, least(read_posdiff, 100)",
+        "type": "dataset_type",
+        "tape": "volume, media_type",
+        "period": "to_char(started_at at time zone 'UTC', 'YYYY-MM')",
+        "size": "case when size_bytes < 1e8 then '< 100 MB' when size_bytes < 1e9 then"
+        " '100 MB - 1 GB' when size_bytes < 1e10 then '1 - 10 GB' else '>= 10 GB' end",
+    }[by]
+    names = {
+        "gap": "read_gap_class as gap_class, least(read_posdiff, 100) as gap",
+        "type": "dataset_type",
+        "tape": "volume, media_type",
+        "period": f"{key} as period",
+        "size": f"{key} as size_class",
+    }[by]
+    return (
+        f"select {names}, count(*)::bigint as reads, sum(size_bytes)::bigint as bytes,"
+        f" avg(rate_mb_s)::float8 as mean_rate_mb_s,"
+        f" percentile_cont(0.5) within group (order by rate_mb_s)::float8 as median_rate_mb_s,"
+        f" sum(size_bytes)::float8 / 1e6 / nullif(sum(duration_s), 0) as aggregate_rate_mb_s"
+        f" from {M}.fct_transfer_rates{where} group by {key} order by {key}",
+        params,
+    )
+
+
+QUERIES = {
+    "gaps": gaps_query,
+    "duplicates": duplicates_query,
+    "tapes": tapes_query,
+    "occupancy": occupancy_query,
+    "rates": rates_query,
+}
+
+
+def report_query(report: str, by: str | None, f: ReportFilter) -> tuple[str, list]:
+    """The SQL (with $n placeholders) and parameters of one report."""
+    chosen = by or DEFAULT_BY[report]
+    sql, params = QUERIES[report](chosen, f)
+    if f.limit:
+        sql += f" limit {int(f.limit)}"
+    return sql, params

@@ -1,0 +1,77 @@
+"""`tapelens report`: gap, duplicate, tape, occupancy and rate reports from the marts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from tapelens.analysis.report_plots import plot_report
+from tapelens.analysis.reports import DEFAULT_BY, GROUPINGS, ReportFilter, report_query
+from tapelens.cli.common import App, pass_app
+from tapelens.cli.groups import BY_NAME
+from tapelens.cli.output import emit, format_option
+from tapelens.errors import DatabaseError
+from tapelens.frames import read_frame
+
+report = BY_NAME["report"]
+TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]
+EXAMPLES = {
+    "gaps": "tapelens report gaps --by type --format csv",
+    "duplicates": "tapelens report duplicates --format json -o duplicates.json",
+    "tapes": "tapelens report tapes --by dataset --dataset-type AOD",
+    "occupancy": "tapelens report occupancy --plot occupancy.png",
+    "rates": "tapelens report rates --by gap --since 2024-01-01",
+}
+HELP = {
+    "gaps": "Mean read-through positional gap (mu, n, sigma, sem) by dataset type and period.",
+    "duplicates": "Files with more than one live copy, their volumes and the mounts they cost.",
+    "tapes": "Tapes per dataset: used, needed at capacity, main tapes, mean gap.",
+    "occupancy": "Tape occupancy: live and duplicate bytes against capacity.",
+    "rates": "Observed read rates by gap at read time, type, tape, month or file size.",
+}
+
+
+def _make(name: str) -> None:
+    @report.command(name, help=f"{HELP[name]}\n\n\b\nExample:\n    {EXAMPLES[name]}")
+    @click.option(
+        "--by",
+        type=click.Choice(GROUPINGS[name]),
+        default=DEFAULT_BY[name],
+        show_default=True,
+        help="Grouping of the figures.",
+    )
+    @click.option("--since", type=click.DateTime(TIME_FORMATS), help="From this time (UTC).")
+    @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Before this time (UTC).")
+    @click.option("--dataset-type", help="Only this dataset type (AOD, RAW, ...).")
+    @click.option("--limit", type=int, help="At most this many rows.")
+    @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw a chart to FILE.png.")
+    @format_option
+    @pass_app
+    def command(
+        app: App,
+        by: str,
+        since: datetime | None,
+        until: datetime | None,
+        dataset_type: str | None,
+        limit: int | None,
+        plot: str | None,
+        fmt: str,
+        output: str | None,
+    ) -> None:
+        query, params = report_query(name, by, ReportFilter(since, until, dataset_type, limit))
+        try:
+            frame = read_frame(app.dsn(), query, params)
+        except DatabaseError as exc:
+            if "does not exist" in str(exc):
+                raise DatabaseError(f"{exc} (run: tapelens models build)") from None
+            raise
+        emit(frame, fmt, output)
+        if plot:
+            plot_report(name, by, frame, Path(plot))
+            click.echo(f"wrote {plot}", err=True)
+
+
+for _name in DEFAULT_BY:
+    _make(_name)
