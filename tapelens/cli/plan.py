@@ -1,0 +1,134 @@
+"""`tapelens plan recall` and `tapelens plan compare`: recall plans, and how they went."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from tapelens.analysis import plan_export, plan_store
+from tapelens.analysis.plan_dispatch import (
+    DEFAULT_POLICY,
+    POLICIES,
+    Sharing,
+    parse_group_weights,
+)
+from tapelens.analysis.planner import PlanOptions
+from tapelens.analysis.requests import read_requests
+from tapelens.analysis.scheduling import parse_drives
+from tapelens.cli.common import App, pass_app
+from tapelens.cli.groups import BY_NAME
+from tapelens.db import connection
+
+plan = BY_NAME["plan"]
+
+
+@plan.command("recall")
+@click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--drives", "drives_spec", required=True, metavar="SPEC", help="e.g. LTO8:6,LTO7:4")
+@click.option(
+    "--policy",
+    type=click.Choice(POLICIES),
+    default=DEFAULT_POLICY,
+    show_default=True,
+    help="How drives are shared between requests, requesters and groups.",
+)
+@click.option(
+    "--max-drives-per-group", type=click.IntRange(min=1), help="Drives one group may hold."
+)
+@click.option(
+    "--requester-limit", type=click.IntRange(min=1), help="Files one requester may have in flight."
+)
+@click.option("--group-weights", metavar="G=W,...", help="Weights for --policy weighted.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="The plan as CSV.")
+@click.option(
+    "--summary",
+    "summary_file",
+    type=click.Path(dir_okay=False),
+    help="Summary JSON (- for stdout).",
+)
+@click.option(
+    "--export",
+    "formats",
+    multiple=True,
+    type=click.Choice(plan_export.EXPORT_FORMATS),
+    help="Export format (repeatable).",
+)
+@click.option("--export-dir", type=click.Path(file_okay=False), help="Where exports go.")
+@click.option("--save", "save_name", metavar="NAME", help="Store the plan in the database.")
+@pass_app
+def recall(
+    app: App,
+    requests: str,
+    drives_spec: str,
+    policy: str,
+    max_drives_per_group: int | None,
+    requester_limit: int | None,
+    group_weights: str | None,
+    output: str | None,
+    summary_file: str | None,
+    formats: tuple[str, ...],
+    export_dir: str | None,
+    save_name: str | None,
+) -> None:
+    """Plan the recall of the files or datasets listed in REQUESTS.
+
+    REQUESTS is a CSV file with a header naming path, file_id or dataset (and optionally
+    requester, group, priority, submitted_at), or plain text with one path a line. The plan
+    mounts every tape once, reads it in position order, and is compared with direct FIFO
+    submission and with newest-copy selection.
+
+    \b
+    Example:
+        tapelens plan recall campaign.csv --drives LTO8:6,LTO7:4 -o plan.csv \\
+            --summary plan.json --export dsmc --export-dir staging/
+    """
+    if formats and not export_dir:
+        raise click.UsageError("--export needs --export-dir DIR")
+    sharing = Sharing(
+        policy=policy,
+        max_drives_per_group=max_drives_per_group,
+        requester_limit=requester_limit,
+        group_weights=parse_group_weights(group_weights) if group_weights else (),
+    )
+    options = PlanOptions(drives=tuple(parse_drives(drives_spec).items()), sharing=sharing)
+    asked = read_requests(requests)
+    with connection(app.dsn(), autocommit=True) as conn:
+        result, params = plan_store.plan_from_database(conn, asked, options)
+        if save_name:
+            replaced = plan_store.save_plan(conn, save_name, result, params)
+            click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)
+    to_stdout = summary_file == "-"
+    written = plan_export.write_outputs(
+        result,
+        output=Path(output) if output else None,
+        summary=Path(summary_file) if summary_file and not to_stdout else None,
+        formats=formats,
+        export_dir=Path(export_dir) if export_dir else None,
+    )
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
+    if to_stdout:
+        click.echo(json.dumps(result.summary, indent=2))
+    else:
+        click.echo(plan_export.summary_text(result.summary), nl=False)
+
+
+@plan.command("compare")
+@click.argument("name")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Per-file comparison CSV.")
+@pass_app
+def compare(app: App, name: str, output: str | None) -> None:
+    """Compare a saved plan with what the transfers show since it was saved.
+
+    \b
+    Example:
+        tapelens plan compare campaign-2024-06 -o compared.csv
+    """
+    with connection(app.dsn(), autocommit=True) as conn:
+        result = plan_store.compare_plan(conn, name)
+    if output:
+        result.files.write_csv(output)
+        click.echo(f"wrote {output}", err=True)
+    click.echo(plan_store.summary_json(result))
