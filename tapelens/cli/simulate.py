@@ -1,0 +1,105 @@
+"""`tapelens simulate`: run a plan or a request list through a simulated tape library."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import numpy as np
+
+from tapelens.analysis import params_store as store
+from tapelens.analysis import sim_io
+from tapelens.analysis.scheduling import parse_drives
+from tapelens.analysis.simulator import (
+    DEFAULT_CLIENT_DELAY_S,
+    DEFAULT_ROBOTS,
+    POLICIES,
+    SCHEDULERS,
+    Library,
+    SimConfig,
+    parse_fault,
+    parse_retry,
+    simulate,
+)
+from tapelens.cli.common import App, pass_app
+from tapelens.db import connection
+from tapelens.errors import InputError
+
+
+class _Command(click.Group):
+    """A command without subcommands, registered the way the CLI registers top-level groups."""
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return click.Command.collect_usage_pieces(self, ctx)
+
+
+@click.group(
+    "simulate",
+    cls=_Command,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.argument("plan", required=False, type=click.Path(dir_okay=False))
+@click.option("--requests", "requests_file", type=click.Path(), help="A request list instead.")
+@click.option("--scheduler", type=click.Choice(SCHEDULERS), help="Default: planned with a PLAN.")
+@click.option("--policy", type=click.Choice(POLICIES), default="time-slider", show_default=True)
+@click.option("--drives", help="Drive types and counts, e.g. LTO8:6,LTO7:4 (default: the plan's).")
+@click.option("--robots", type=click.IntRange(1), default=DEFAULT_ROBOTS, show_default=True)
+@click.option("--robot-s", type=float, help="Robot move time (default: the media type's).")
+@click.option("--window", type=click.IntRange(1), help="Requests the scheduler sees at once.")
+@click.option(
+    "--fault", "faults", multiple=True, help="drive:ID:START:DURATION or network:START:DURATION."
+)
+@click.option("--retry", default="cycle:4", show_default=True, help="immediate or cycle:HOURS.")
+@click.option("--client-delay-s", type=float, default=DEFAULT_CLIENT_DELAY_S, show_default=True)
+@click.option("--jitter", type=click.FloatRange(0), default=0.0, help="Spread of read times.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--media", "assume_media", help="Media type of tapes the catalog does not know.")
+@click.option("--summary", "summary_file", type=click.Path(dir_okay=False), help="Summary JSON.")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False), help="Events Parquet.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Occupancy PNG.")
+@pass_app
+def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) -> None:
+    """Simulate a recall: a PLAN (from `tapelens plan recall -o`) or --requests FILE.
+
+    Prints the summary JSON (makespan_s, mounts, rate_mb_s, drive use, retries).
+
+    \b
+    Example:
+        tapelens simulate plan.csv --plot occupancy.png
+        tapelens simulate --requests files.txt --drives LTO8:4 --scheduler sorted \\
+            --window 2000 --fault network:2h:3h --retry immediate
+    """
+    if (plan is None) == (requests_file is None):
+        raise InputError("give either a PLAN or --requests FILE")
+    if requests_file is not None and not opts["drives"]:
+        raise InputError("--drives is needed with --requests (e.g. --drives LTO8:4)")
+    scheduler = opts["scheduler"] or ("planned" if plan else "sorted")
+    config = SimConfig(
+        scheduler=scheduler,
+        policy=opts["policy"],
+        window=opts["window"],
+        faults=tuple(parse_fault(f) for f in opts["faults"]),
+        retry=parse_retry(opts["retry"], opts["client_delay_s"]),
+        jitter=opts["jitter"],
+    )
+    with connection(app.dsn()) as conn:
+        params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
+        if plan is not None:
+            source = sim_io.load_plan(conn, plan, opts["assume_media"])
+        else:
+            source = sim_io.load_requests(conn, str(requests_file), opts["assume_media"])
+    if opts["drives"]:
+        library = Library.from_counts(parse_drives(opts["drives"]), opts["robots"], opts["robot_s"])
+    else:
+        library = Library.from_names(list(source.drives), opts["robots"], opts["robot_s"])
+    result = simulate(source.requests, library, params, config, np.random.default_rng(opts["seed"]))
+    summary = sim_io.summary_dict(result, source)
+    if opts["summary_file"]:
+        sim_io.write_summary(opts["summary_file"], summary)
+    if opts["events_file"]:
+        sim_io.write_events(opts["events_file"], result)
+    if opts["plot_file"]:
+        sim_io.plot_occupancy(opts["plot_file"], result.events, f"{scheduler} ({config.policy})")
+    click.echo(json.dumps(summary, indent=1))
