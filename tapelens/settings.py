@@ -45,6 +45,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Unprivileged system user that runs the embedded server when tapelens runs as root.",
     ),
     Setting(
+        "superset_password",
+        "TAPELENS_SUPERSET_PASSWORD",
+        "(generated, shown once)",
+        "Password of the Superset admin for `dashboards serve`, `deploy` and `export`.",
+    ),
+    Setting(
         "test_dsn",
         "TAPELENS_TEST_DSN",
         "(embedded server in a temporary home)",

@@ -1,0 +1,30 @@
+-- Failed transfers with the tape, drive, media type and dataset they concern. Logs that name
+-- only the path (dCache billing) get the volume and the dataset from the catalog: the newest
+-- copy of that path, the one a tape client would have read.
+create view tapelens_dashboards.failed_transfers as
+select
+    transfers.started_at,
+    transfers.direction,
+    transfers.source,
+    coalesce(transfers.volume, copies.volume) as volume,
+    coalesce(transfers.drive, 'unknown') as drive,
+    coalesce(tapes.media_type, 'unknown') as media_type,
+    coalesce(copies.dataset, 'unknown') as dataset,
+    coalesce(copies.dataset_type, 'unknown') as dataset_type,
+    coalesce(copies.experiment, 'unknown') as experiment,
+    coalesce(transfers.size_bytes, copies.size_bytes) as size_bytes,
+    coalesce(nullif(left(transfers.error, 80), ''), 'no error text') as error,
+    transfers.path,
+    transfers.requester
+from tapelens.transfers as transfers
+left join lateral (
+    select tape_files.volume, tape_files.dataset, tape_files.dataset_type,
+        tape_files.experiment, tape_files.size_bytes
+    from tapelens.tape_files
+    where tape_files.path = transfers.path
+    order by tape_files.written_at desc
+    limit 1
+) as copies on true
+left join tapelens.tapes as tapes
+    on tapes.volume = coalesce(transfers.volume, copies.volume)
+where transfers.status = 'failed';

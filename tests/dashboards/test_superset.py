@@ -1,0 +1,288 @@
+"""A real Superset, started once for this module on a small site's marts.
+
+Superset's virtualenv comes from $TAPELENS_HOME/superset/venv (built on first use: minutes, once);
+the instance itself (config, secret key, metadata database, admin) lives in a temporary folder.
+Browser checks use Debian's chromium (scripts/install-browser), never a downloaded browser.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg import sql
+
+from tapelens.cli import cli
+from tapelens.dashboard_db import READER_ROLE, ReaderConnection, prepare_reader
+from tapelens.dashboards_io import load_assets
+from tapelens.dashboards_ops import Served, reader_password, serve
+from tapelens.models import build
+from tapelens.settings import default_home
+from tapelens.superset import ADMIN_USER, ASSETS_DIR, DashboardsError, SupersetHome
+from tapelens.superset_api import SupersetClient
+from tapelens.superset_server import stop
+from tests.conftest import _clone_template, with_dbname
+from tests.dashboards.site import PLAN_NAME, insert_site
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+CHART_WAIT_S = 180.0
+SAMPLE_SECRET_KEYS = {
+    "CHANGE_ME_TO_A_COMPLEX_RANDOM_SECRET",
+    "\2\1thisismyscretkey\1\2\\e\\y\\y\\h",
+}
+
+
+@pytest.fixture(scope="module")
+def site_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A migrated database of this module's own, with the small site and its marts built."""
+    name = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        _clone_template(conn, name)
+    dsn = with_dbname(server_dsn, name)
+    try:
+        with psycopg.connect(dsn) as conn:
+            insert_site(conn)
+        build(dsn, exclude=["resource_type:test", "resource_type:unit_test"])
+        yield dsn
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> SupersetHome:
+    tapelens_home = Path(os.environ.get("TAPELENS_HOME") or default_home())
+    shared_venv = SupersetHome.under(tapelens_home).venv
+    return SupersetHome(root=tmp_path_factory.mktemp("superset"), venv=shared_venv)
+
+
+@pytest.fixture(scope="module")
+def served(home: SupersetHome, site_dsn: str) -> Iterator[Served]:
+    try:
+        yield serve(home, site_dsn, progress=lambda message: print(message, flush=True))
+    finally:
+        stop(home)
+
+
+@pytest.fixture(scope="module")
+def client(served: Served, home: SupersetHome) -> SupersetClient:
+    api = SupersetClient(served.url)
+    assert served.generated_password
+    api.login(ADMIN_USER, served.generated_password)
+    return api
+
+
+def test_every_chart_returns_rows(client: SupersetClient) -> None:
+    charts = client.charts()
+    in_git = [k for k in load_assets() if k.startswith("charts/")]
+    assert len(charts) == len(in_git) >= 15
+    empty = []
+    for chart in charts:
+        answer = client.chart_data(chart["id"])
+        result = answer["result"][0]
+        assert not result.get("error"), (chart["slice_name"], result.get("error"))
+        if not result["rowcount"]:
+            empty.append(chart["slice_name"])
+    assert not empty
+
+
+def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) -> None:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} missing: run scripts/install-browser")
+    from playwright.sync_api import sync_playwright
+
+    dashboards = sorted(client.dashboards(), key=lambda d: d["slug"])
+    assert [d["slug"] for d in dashboards] == [
+        "placement-health",
+        "recall-campaigns",
+        "recall-operations",
+    ]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.goto(f"{served.url}/login/")
+            page.fill("input#username", ADMIN_USER)
+            page.fill("input#password", str(served.generated_password))
+            page.keyboard.press("Enter")
+            page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            for dashboard in dashboards:
+                page.goto(f"{served.url}/superset/dashboard/{dashboard['slug']}/")
+                shot = SCREENSHOTS / f"{dashboard['slug']}.png"
+                holders = _settled_screenshot(page, shot)
+                errors = page.locator(
+                    "[data-test='dashboard-component-chart-holder'] [role='alert'], "
+                    ".ant-alert-error"
+                )
+                assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+                assert holders >= 3
+                assert shot.stat().st_size > 30_000
+            # Every native filter set at once: each applies only to charts that have its column.
+            for dashboard in dashboards:
+                page.goto(
+                    f"{served.url}/superset/dashboard/{dashboard['slug']}/"
+                    f"?native_filters={_filter_state(dashboard['uuid'])}"
+                )
+                _settled_screenshot(page, SCREENSHOTS / f"{dashboard['slug']}-filtered.png")
+                errors = page.locator(
+                    "[data-test='dashboard-component-chart-holder'] [role='alert']"
+                )
+                assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+        finally:
+            browser.close()
+
+
+FILTER_VALUES = {
+    "dataset_type": "AOD",
+    "experiment": "atlas",
+    "media_type": "LTO-8",
+    "plan_name": PLAN_NAME,
+}
+TIME_RANGE = "2020-01-01 : 2023-01-01"
+
+
+def _filter_state(dashboard_uuid: str) -> str:
+    """The rison `native_filters` URL parameter setting every filter of the dashboard."""
+    doc = next(
+        d
+        for k, d in load_assets().items()
+        if k.startswith("dashboards/") and d["uuid"] == dashboard_uuid
+    )
+    states = []
+    for native in doc["metadata"]["native_filter_configuration"]:
+        fid = native["id"]
+        if native["filterType"] == "filter_time":
+            extra = f"(time_range:'{TIME_RANGE}')"
+            value = f"'{TIME_RANGE}'"
+        else:
+            column = native["targets"][0]["column"]["name"]
+            value = f"!('{FILTER_VALUES[column]}')"
+            extra = f"(filters:!((col:{column},op:IN,val:{value})))"
+        states.append(f"{fid}:(extraFormData:{extra},filterState:(value:{value}),id:{fid})")
+    return urllib.parse.quote(f"({','.join(states)})")
+
+
+_RENDERED = """() => {
+    const holders = [...document.querySelectorAll(
+        "[data-test='dashboard-component-chart-holder']")];
+    const done = holders.filter(h => h.querySelector("canvas, svg, table, [role='alert']"));
+    const loading = document.querySelectorAll("[data-test='loading-indicator']").length;
+    return [holders.length, done.length, loading];
+}"""
+
+
+def _settled_screenshot(page: Any, shot: Path) -> int:
+    """Wait until every chart of the dashboard shows a plot, a table or an error, take the
+    screenshot, and make sure the charts were still all there when it was taken (the dashboard
+    re-renders once its filters load)."""
+    deadline = time.monotonic() + CHART_WAIT_S
+    seen = (0, 0, 0)
+    while time.monotonic() < deadline:
+        total, done, loading = seen = tuple(page.evaluate(_RENDERED))
+        if total and done == total and not loading:
+            time.sleep(2.0)
+            page.screenshot(path=str(shot), full_page=True)
+            if tuple(page.evaluate(_RENDERED)) == (total, total, 0):
+                return int(total)
+        time.sleep(1.0)
+    raise AssertionError(f"charts rendered, of charts, loading: {seen} after {CHART_WAIT_S} s")
+
+
+def test_reader_role_reads_marts_only(served: Served, home: SupersetHome, site_dsn: str) -> None:
+    reader = prepare_reader(site_dsn, reader_password(home))
+    with _connect(reader) as conn:
+        row = conn.execute("select count(*) from tapelens_marts.fct_file_gaps").fetchone()
+        assert row and row[0] > 0
+        row = conn.execute("select count(*) from tapelens_dashboards.recall_plan_files").fetchone()
+        assert row and row[0] > 0
+    statements = [
+        "insert into tapelens_marts.dim_datasets (dataset) values ('x')",
+        "update tapelens_marts.dim_datasets set files = 0",
+        "delete from tapelens_marts.fct_file_gaps",
+        "select count(*) from tapelens.tape_files",
+        "select count(*) from tapelens.transfers",
+        "select count(*) from tapelens.recall_plans",
+        "set transaction read write; delete from tapelens_marts.fct_file_gaps",
+        "create table tapelens_marts.intruder (x int)",
+    ]
+    for statement in statements:
+        with _connect(reader) as conn, pytest.raises(psycopg.Error) as refused:
+            conn.execute(statement)
+        assert isinstance(
+            refused.value,
+            psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction,
+        ), statement
+
+
+def _connect(reader: ReaderConnection) -> psycopg.Connection:
+    return psycopg.connect(
+        host=reader.host,
+        port=reader.port,
+        dbname=reader.dbname,
+        user=reader.user,
+        password=reader.password,
+    )
+
+
+def test_no_default_admin_password_and_a_secret_key_of_its_own(
+    served: Served, home: SupersetHome
+) -> None:
+    for guess in ("admin", "general", "password"):
+        with pytest.raises(DashboardsError, match="refused the login"):
+            SupersetClient(served.url).login(ADMIN_USER, guess)
+    assert served.generated_password and len(served.generated_password) >= 20
+    for private in (home.secret_key_path, home.admin_password_path, home.config_path):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
+    # The key Superset runs with, read the way Superset reads it, is not a sample key.
+    check = (
+        "import superset_config as c, sys; "
+        f"sys.exit(0 if len(c.SECRET_KEY) >= 40 and c.SECRET_KEY not in {SAMPLE_SECRET_KEYS!r} "
+        "else 1)"
+    )
+    done = subprocess.run(
+        [str(home.bin / "python"), "-c", check], cwd=home.root, env=home.env(), check=False
+    )
+    assert done.returncode == 0
+
+
+def test_export_reproduces_the_yaml_in_git(served: Served, tmp_path: Path) -> None:
+    out = tmp_path / "exported"
+    shutil.copytree(ASSETS_DIR / "views", out / "views")  # other files are left alone
+    result = CliRunner().invoke(
+        cli,
+        ["dashboards", "export", "--url", served.url, "-o", str(out)],
+        env={"TAPELENS_SUPERSET_PASSWORD": str(served.generated_password)},
+    )
+    assert result.exit_code == 0, result.output
+    assert str(served.generated_password) not in result.output
+    exported = {p.relative_to(out).as_posix() for p in out.rglob("*.yaml")}
+    in_git = {p.relative_to(ASSETS_DIR).as_posix() for p in ASSETS_DIR.rglob("*.yaml")}
+    assert exported == in_git
+    for relative in sorted(in_git):
+        assert (out / relative).read_text() == (ASSETS_DIR / relative).read_text(), relative
+    assert (out / "views").is_dir()
+    database = (out / "databases" / "tapelens.yaml").read_text()
+    assert "XXXXXXXXXX" in database and READER_ROLE in database
