@@ -10,8 +10,13 @@ export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
 
 .PHONY: demo test setup system lint typecheck pytest clean-venv
 
+# DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size.
+DASHBOARDS ?= 1
+DEMO_FILES ?= 50000
+
 demo: setup
-	$(BIN)/tapelens demo run
+	$(BIN)/tapelens demo run --files $(DEMO_FILES)
+	@if [ "$(DASHBOARDS)" != 0 ]; then $(BIN)/tapelens dashboards serve --no-wait; fi
 
 test: setup lint typecheck pytest
 

@@ -1,29 +1,86 @@
-"""`tapelens demo`: a synthetic site end to end."""
+"""`tapelens demo`: a synthetic site end to end, as a site would run tapelens."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
-from tapelens.db import connection
-from tapelens.status import status
+from tapelens.frames import read_frame
 
 demo = BY_NAME["demo"]
 
 
+def _step(title: str, args: list[str]) -> None:
+    """Run one tapelens command exactly as a user would type it."""
+    from tapelens.cli import cli
+
+    click.echo(f"\n== {title}: tapelens {' '.join(args)}", err=True)
+    cli.main(args=args, prog_name="tapelens", standalone_mode=False)
+
+
 @demo.command("run")
+@click.option("--files", type=int, default=50_000, show_default=True, help="Files in the site.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--profile", default="bnl", show_default=True, help="bnl | gridka | cern | fnal")
+@click.option("--out", type=click.Path(file_okay=False), help="Site folder (default: HOME/demo).")
 @pass_app
-def run(app: App) -> None:
-    """Run the demo: start the database and show what it holds.
+def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
+    """Generate a synthetic site, ingest it, build the models, report, calibrate and plan.
+
+    Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
     \b
     Example:
-        tapelens demo run
+        tapelens demo run --files 50000
     """
     dsn = app.dsn()
-    with connection(dsn) as conn:
-        st = status(conn)
-    click.echo(f"timescaledb {st.timescaledb_version}, schema version {st.schema_version}")
-    for table, count in st.row_counts.items():
-        click.echo(f"  tapelens.{table:<16} {count if count is not None else 'missing':>12}")
+    site = Path(out) if out else app.home / "demo" / f"{profile}-{files}-{seed}"
+    common = [] if app.embedded else ["--dsn", dsn]
+    _step(
+        "generate",
+        [
+            *common,
+            "demo",
+            "generate",
+            str(site),
+            "--files",
+            str(files),
+            "--seed",
+            str(seed),
+            "--profile",
+            profile,
+        ],
+    )
+    _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
+    _step("models", [*common, "models", "build"])
+    _step("gap report", [*common, "report", "gaps", "--by", "type"])
+    _step("top duplicates", [*common, "report", "duplicates", "--limit", "5", "--format", "csv"])
+    _step("calibrate", [*common, "model", "calibrate", "--min-reads", "50", "--min-mounts", "5"])
+    _step("parameters", [*common, "model", "show"])
+    _step("validation", [*common, "model", "validate"])
+    scattered = read_frame(
+        dsn,
+        "select dataset from tapelens_marts.dim_datasets order by tapes_used desc, dataset limit 3",
+    )
+    requests = site / "recall-requests.csv"
+    requests.write_text("dataset\n" + "".join(f"{d}\n" for d in scattered["dataset"]))
+    _step(
+        "recall plan",
+        [
+            *common,
+            "plan",
+            "recall",
+            str(requests),
+            "--drives",
+            "LTO9:2,LTO8:2,LTO7:2",
+            "-o",
+            str(site / "recall-plan.csv"),
+            "--summary",
+            "-",
+            "--save",
+            "demo",
+        ],
+    )

@@ -457,10 +457,12 @@ def write_canonical_csv(history: History, out_dir: Path, gzip: bool) -> list[dic
     transfers = history.transfers.sort("started_at", "mount_id", "file_id", "attempt").select(
         list(TRANSFERS)
     )
-    return [
+    entries = [
         _entry(_write_csv(mounts, out_dir, "logs/mounts.csv", gzip), "mounts", "csv"),
         _entry(_write_csv(transfers, out_dir, "logs/transfers.csv", gzip), "transfers", "csv"),
     ]
+    # The same records as the native logs: listed for completeness, loaded only on request.
+    return [{**e, "skip": True} for e in entries]
 
 
 def _write_csv(frame: pl.DataFrame, out_dir: Path, relative: str, gzip: bool) -> str:
