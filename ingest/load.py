@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 import psycopg
@@ -29,7 +32,7 @@ from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.ingest import canonical
 from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import ParseOptions, Reject
+from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
 
 # progress(bytes_read, total_bytes or None, rows_loaded)
 Progress = Callable[[int, int | None, int], None]
@@ -366,27 +369,83 @@ def _stream(
 ) -> tuple[int, int, set[str]]:
     rows = skipped = 0
     volumes: set[str] = set()
-    parse = fmt.parser()
     stmt = sql.SQL("copy {} ({}) from stdin (format csv)").format(target, _cols(columns))
     with cur.copy(stmt) as copy:
-        for batch in parse(
-            real, options=replace(options, extra={**options.extra, "display_name": shown})
+        for batch, payload, height, batch_volumes in _encoded_batches(
+            fmt, real, shown, options, rules, run_id
         ):
             rejects.add(batch.rejects)
             skipped += batch.skipped
-            if batch.frame.height:
-                frame = _prepare(fmt.kind, batch.frame, rules)
-                if fmt.kind != "tapes":
-                    frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
-                copy.write(_csv(frame))
-                rows += frame.height
-                if "volume" in frame.columns:
-                    volumes.update(v for v in frame["volume"].unique().to_list() if v)
+            if height:
+                copy.write(payload)
+                rows += height
+                volumes |= batch_volumes
             if progress:
                 progress(batch.bytes_read, total, rows)
     if not direct:
         rows = _upsert(cur, fmt.kind, columns)
     return rows, skipped, volumes
+
+
+_Encoded = tuple[Batch, bytes, int, set[str]]
+_DONE = object()
+PIPELINE_DEPTH = 2  # batches parsed ahead of the COPY: bounds memory to a few batches
+
+
+def _encoded_batches(
+    fmt: Format,
+    real: Path,
+    shown: str,
+    options: ParseOptions,
+    rules: DatasetRules,
+    run_id: int,
+) -> Iterator[_Encoded]:
+    """The parser's batches, conformed and CSV-encoded in a second thread.
+
+    Parsing (Polars, which releases the GIL) then overlaps with the server ingesting the
+    previous batch, so a load costs about the slower of the two rather than their sum.
+    """
+    out: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            parse = fmt.parser()
+            opts = replace(options, extra={**options.extra, "display_name": shown})
+            for batch in parse(real, options=opts):
+                payload, height, vols = b"", 0, set()
+                if batch.frame.height:
+                    frame = _prepare(fmt.kind, batch.frame, rules)
+                    if fmt.kind != "tapes":
+                        frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
+                    payload, height = _csv(frame), frame.height
+                    if "volume" in frame.columns:
+                        vols = {v for v in frame["volume"].unique().to_list() if v}
+                while not stop.is_set():
+                    try:
+                        out.put((batch, payload, height, vols), timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            out.put(_DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
+            out.put(exc)
+
+    worker = threading.Thread(target=produce, name="tapelens-parse", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = out.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield cast(_Encoded, item)
+    finally:
+        stop.set()
+        worker.join(timeout=10)
 
 
 def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str]) -> int:

@@ -6,17 +6,55 @@ progress and messages to stderr; expected failures become one line and a non-zer
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from tapelens import __version__
+from tapelens.cli import groups
 from tapelens.cli.common import App, pass_app
 from tapelens.errors import TapelensError
 from tapelens.settings import BY_NAME
 
+# Which modules of this package provide the commands of each top-level name. They are imported
+# only when that command runs, so `tapelens ingest` does not pay for scipy, matplotlib or dbt.
+# A module either adds commands to a group of tapelens.cli.groups or exposes its own top-level
+# command as `group`. tests/tapelens/test_cli_modules.py keeps this table complete.
+MODULES: dict[str, tuple[str, ...]] = {
+    "db": ("db",),
+    "ingest": ("ingest",),
+    "models": ("models",),
+    "report": ("report",),
+    "model": ("model",),
+    "predict": ("predict",),
+    "plan": ("plan",),
+    "simulate": ("simulate",),
+    "dashboards": ("dashboards",),
+    "demo": ("demo", "synth"),
+}
+HELPERS = ("common", "groups", "output")  # shared by the command modules, no commands
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """The root group: loads a command's modules the first time the command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(MODULES) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for name in MODULES.get(cmd_name, ()):
+            module = importlib.import_module(f"{__name__}.{name}")
+            top = getattr(module, "group", None)
+            if isinstance(top, click.Command) and top.name not in self.commands:
+                self.add_command(top)
+        return self.commands.get(cmd_name)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option("--dsn", envvar=BY_NAME["dsn"].envvar, metavar="DSN", help=BY_NAME["dsn"].help)
 @click.option(
     "--home",
@@ -52,21 +90,8 @@ def cli(ctx: click.Context, dsn: str | None, home: str | None, pg_bin: str, pg_u
 
 
 def _register() -> None:
-    # Every module of this package adds its commands to a group of tapelens.cli.groups (or
-    # exposes a top-level group as `group`); importing them is what registers them.
-    import importlib
-    import pkgutil
-
-    from tapelens.cli import groups
-
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        top = getattr(module, "group", None)
-        if isinstance(top, click.Command):
-            cli.add_command(top)
     for group in groups.GROUPS:
-        if group.name not in cli.commands:
-            cli.add_command(group)
+        cli.add_command(group)
 
 
 _register()

@@ -16,7 +16,6 @@ GROUPS: list[click.Group] = [
     _group("model", "The throughput model: calibrate, show, validate."),
     _group("predict", "Predicted recall time and rate per dataset."),
     _group("plan", "Recall plans, repack candidates, duplicate clean-up."),
-    _group("whatif", "Placement what-if replays."),
     _group("dashboards", "Superset dashboards: serve, deploy, export."),
     _group("demo", "A synthetic site end to end."),
 ]
