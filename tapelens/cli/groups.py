@@ -15,7 +15,7 @@ GROUPS: list[click.Group] = [
     _group("report", "Gap, duplicate, tape, occupancy and rate reports."),
     _group("model", "The throughput model: calibrate, show, validate."),
     _group("predict", "Predicted recall time and rate per dataset."),
-    _group("plan", "Recall plans, repack candidates, duplicate clean-up."),
+    _group("plan", "Recall plans: plan a recall, compare a saved plan with what happened."),
     _group("dashboards", "Superset dashboards: serve, deploy, export."),
     _group("demo", "A synthetic site end to end."),
 ]
