@@ -96,7 +96,7 @@ class SiteParams:
 
     # Write path
     production_streams: int = 3  # producers per pool, each writing one dataset at a time
-    stream_busy: float = 0.65  # share of the time a stream is writing
+    stream_busy: float = 0.6  # share of the time a stream is writing
     rate_sigma: float = 0.5  # spread of per-dataset arrival rates (lognormal)
     late_share: float = 0.03  # files that arrive after their dataset's window
     late_delay_days: float = 14.0  # median delay of a late file after its window (lognormal)

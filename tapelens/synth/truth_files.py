@@ -101,7 +101,7 @@ def write(
         "n_locates",
     )
     per_tape.write_parquet(root / "dataset_tape_gaps.parquet")
-    by_type = truth.gap_by_type_period(index.rows, site)
+    by_type = truth.gap_by_type_period(index, site)
     by_type.write_parquet(root / "gap_by_type_period.parquet")
     dups = _duplicates(p, site, copies, names)
     dups.write_parquet(root / "duplicates.parquet")

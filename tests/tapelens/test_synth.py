@@ -28,7 +28,7 @@ def checksums(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def bnl_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bnl") / "site"
-    generate(out, site_params("bnl", files=20_000, seed=3))
+    generate(out, site_params("bnl", files=50_000, seed=6))
     return out
 
 
@@ -125,7 +125,7 @@ def test_truth_gaps_have_the_published_shape(bnl_site: Path) -> None:
     assert 2.0 <= mu["before"] <= 3.0, pooled
     assert 1.05 <= mu["after"] <= 1.5, pooled
     # Every data type with enough files is interleaved before and sorted after the cutover
-    # (per type the ranges of a 20k-file site are wider than the pooled ones).
+    # (per type the ranges of a 50k-file site are wider than the pooled ones).
     per_type = truth.filter((pl.col("n") >= 300) & (pl.col("dataset_type") != "LOG"))
     wide = per_type.pivot("period", index="dataset_type", values="mu").drop_nulls()
     assert wide.height >= 4
@@ -152,7 +152,7 @@ def test_native_listing_reproduces_the_truth_gaps(bnl_site: Path) -> None:
 
 def test_duplicates_share_and_the_pathological_file(bnl_site: Path) -> None:
     dups = pl.read_parquet(bnl_site / "truth" / "duplicates.parquet")
-    share = dups.height / 20_000
+    share = dups.height / 50_000
     assert 0.003 <= share <= 0.008
     worst = dups.sort("copies", descending=True).row(0, named=True)
     assert worst["copies"] >= 24
