@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,6 +74,7 @@ def bench_server(dsn: str | None = None) -> Iterator[str]:
         yield start(server)
     finally:
         stop(server)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
