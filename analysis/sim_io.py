@@ -237,6 +237,9 @@ def load_plan(
             "size_bytes",
             "requester",
             "avg_object_bytes",
+            # A plan made from the catalog carries each file's byte address on its tape: keep
+            # it, so the simulation times read-through and locates as the plan's prediction did.
+            "start_bytes",
         )
         if c in frame.columns
     ]
