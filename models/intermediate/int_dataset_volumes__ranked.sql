@@ -24,7 +24,7 @@ later_copies as (
         volume,
         count(*) as later_copies,
         sum(size_bytes) as later_bytes,
-        count(*) filter (where size_bytes < {{ var('small_file_bytes') }}) as later_small
+        count(*) filter (where size_bytes < {{ number_var('small_file_bytes') }}) as later_small
     from duplicates
     where not is_first_copy
     group by dataset, volume
@@ -36,7 +36,7 @@ small_copies as (
         volume,
         count(*) as small_copies
     from file_gaps
-    where size_bytes < {{ var('small_file_bytes') }}
+    where size_bytes < {{ number_var('small_file_bytes') }}
     group by dataset, volume
 ),
 
@@ -91,7 +91,7 @@ final as (
         -- a volume is main while the volumes ranked before it hold less than the share
         first_copies > 0
         and coalesce(first_copies_before, 0)
-        < {{ var('main_tapes_share') }} * dataset_files as is_main
+        < {{ number_var('main_tapes_share') }} * dataset_files as is_main
     from ranked
 )
 

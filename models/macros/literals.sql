@@ -7,3 +7,13 @@
 {% macro utc_midnight(value) -%}
     ({{ sql_text(value) }}::date::timestamp at time zone 'UTC')
 {%- endmacro %}
+
+{#- A numeric var, refused at compile time unless it is a number (it goes into SQL as is). -#}
+{% macro number_var(name) -%}
+    {%- set value = var(name) -%}
+    {%- if value is number and value is not boolean -%}
+        {{ value }}
+    {%- else -%}
+        {{ exceptions.raise_compiler_error("var " ~ name ~ " must be a number, got " ~ value) }}
+    {%- endif -%}
+{%- endmacro %}

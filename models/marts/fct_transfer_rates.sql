@@ -87,7 +87,7 @@ windowed as (
                 and (
                     lag(started_at) over unmounted is null
                     or started_at - lag(started_at) over unmounted
-                    > {{ var('read_session_gap_s') }} * interval '1 second'
+                    > {{ number_var('read_session_gap_s') }} * interval '1 second'
                 )
                 then 1
             else 0
