@@ -315,7 +315,8 @@ def _copy_batches(
     if direct:
         cur.execute("savepoint direct_copy")
     target = _ident("tapelens", "tape_files") if direct else stage
-    try:
+
+    def stream(into: sql.Composable, straight: bool) -> tuple[int, int, set[str]]:
         return _stream(
             cur,
             fmt,
@@ -327,29 +328,18 @@ def _copy_batches(
             total,
             run_id,
             rejects,
-            target,
+            into,
             cols + extra,
-            direct,
+            straight,
         )
+
+    try:
+        return stream(target, direct)
     except psycopg.errors.UniqueViolation:
         # The file lists the same copy twice: load it through the temporary table instead.
         cur.execute("rollback to savepoint direct_copy")
         rejects.reset()
-        return _stream(
-            cur,
-            fmt,
-            real,
-            shown,
-            options,
-            rules,
-            progress,
-            total,
-            run_id,
-            rejects,
-            stage,
-            cols + extra,
-            False,
-        )
+        return stream(stage, False)
 
 
 def _stream(
