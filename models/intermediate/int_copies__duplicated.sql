@@ -1,12 +1,27 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='append',
+        on_schema_change='append_new_columns',
+        pre_hook=[
+            "{{ touched_files_hook(0) }}",
+            "{{ touched_files_hook(1) }}",
+            "{{ touched_files_hook(2) }}",
+            "{{ touched_files_hook(3) }}",
+        ],
+        post_hook="analyze {{ this }}",
+        indexes=[{'columns': ['source', 'file_id']}],
+    )
+}}
 
 -- The live copies of files (source, file_id) that have more than one live copy: the
 -- duplicates left by lost-acknowledgement retries (DOMAIN.md). copy_rank 1 is the file's first
 -- copy (oldest written_at, then copy_no, then copy_id); the highest rank is the newest copy,
--- the one tape clients recall. Every other file has one live copy, its first.
+-- the one tape clients recall. Every other file has one live copy, its first. Incremental:
+-- a build recomputes the files with a copy on a volume changed since the last one.
 with copies as (
     select * from {{ ref('int_copies__located') }}
-    where is_live
+    where is_live and {{ where_touched_files() }}
 ),
 
 duplicated as (
@@ -48,7 +63,8 @@ final as (
         copy_rank,
         file_copies,
         copy_rank = 1 as is_first_copy,
-        copy_rank = file_copies as is_newest_copy
+        copy_rank = file_copies as is_newest_copy,
+        {{ new_watermark() }} as watermark_at
     from ranked
 )
 

@@ -31,10 +31,18 @@
     {%- if is_incremental() -%}
         {%- set touched = touched_volumes_table() -%}
         {%- if step == 0 -%}
+            {#- a table built before it had watermark_at is recomputed whole -#}
+            {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') -%}
+            {%- set has_watermark = 'watermark_at' in (columns | list) -%}
             create temporary table {{ touched }} on commit drop as
             with since as (
-                select coalesce(max(watermark_at), '-infinity'::timestamptz) as watermark_at
+                select
+                    {%- if has_watermark %}
+                    coalesce(max(watermark_at), '-infinity'::timestamptz) as watermark_at
                 from {{ this }}
+                    {%- else %}
+                    '-infinity'::timestamptz as watermark_at
+                    {%- endif %}
             ),
             changes as (
                 select volume, max(greatest(last_seen_at, removed_at)) as changed_at
@@ -74,5 +82,37 @@
         (select max(watermark_at) from {{ touched_volumes_table() }})
     {%- else -%}
         {{ source_watermark() }}
+    {%- endif -%}
+{%- endmacro %}
+
+{#- The same for a table keyed by file (source, file_id): the files to recompute are those with
+    a copy (live or not) on a touched volume, listed once in a second temporary table. -#}
+{% macro touched_files_table() -%}
+    tapelens_touched_files__{{ this.identifier }}
+{%- endmacro %}
+
+{% macro touched_files_hook(step) -%}
+    {%- if is_incremental() -%}
+        {%- if step == 0 -%}
+            {{ touched_volumes_hook(0) }}
+        {%- elif step == 1 -%}
+            create temporary table {{ touched_files_table() }} on commit drop as
+            select distinct source, file_id
+            from {{ ref('stg_tape_files') }}
+            where volume in (select volume from {{ touched_volumes_table() }})
+        {%- elif step == 2 -%}
+            analyze {{ touched_volumes_table() }}, {{ touched_files_table() }}
+        {%- else -%}
+            delete from {{ this }}
+            where (source, file_id) in (select source, file_id from {{ touched_files_table() }})
+        {%- endif -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro where_touched_files() -%}
+    {%- if is_incremental() -%}
+        (source, file_id) in (select source, file_id from {{ touched_files_table() }})
+    {%- else -%}
+        true
     {%- endif -%}
 {%- endmacro %}

@@ -12,23 +12,25 @@ from tests.models import sample
 from tests.models.conftest import reset, rows
 
 KEYS = {
-    "fct_file_gaps": "source, copy_id, written_at",
-    "fct_dataset_tape_gaps": "dataset, volume",
-    "agg_gap_by_type_period": "dataset_type, period_kind, period",
-    "dim_datasets": "dataset",
-    "fct_duplicate_copies": "source, file_id",
-    "fct_tape_occupancy": "volume",
+    "tapelens_marts.fct_file_gaps": "source, copy_id, written_at",
+    "tapelens_marts.fct_dataset_tape_gaps": "dataset, volume",
+    "tapelens_marts.agg_gap_by_type_period": "dataset_type, period_kind, period",
+    "tapelens_marts.dim_datasets": "dataset",
+    "tapelens_marts.fct_duplicate_copies": "source, file_id",
+    "tapelens_marts.fct_tape_occupancy": "volume",
+    "tapelens_intermediate.int_copies__duplicated": "source, copy_id, written_at",
 }
 # The marts built from the catalog and the inventory, and what they read (the transfer and
 # mount marts do not depend on it); models only, test_marts runs the data and unit tests.
-GAP_MARTS = ["+" + table for table in KEYS]
+GAP_MARTS = ["+" + table.split(".")[1] for table in KEYS]
 MODELS_ONLY = ["resource_type:test", "resource_type:unit_test"]
 
-# A second catalog: a new volume V4 with dataset D.
+# A second catalog: a new volume V4 with dataset D and a second copy of B3.
 D = "/atlas/data21/HITS/ds.D"
 NEW_COPIES = [
     ("D1.HITS.root", D, "HITS", 10, "V4", 1, None, 1, "2022-01-01 00:00:00", False),
     ("D2.HITS.root", D, "HITS", 10, "V4", 4, None, 1, "2022-01-02 00:00:00", False),
+    ("B3.RAW.data", sample.B, "RAW", 500, "V4", 7, None, 2, "2022-02-01 00:00:00", False),
 ]
 
 
@@ -43,7 +45,7 @@ def snapshot(dsn: str) -> dict[str, list[dict[str, object]]]:
     """Every row of the marts a catalog change reaches, bookkeeping columns left out."""
     taken = {}
     for table, key in KEYS.items():
-        found = rows(dsn, f"select * from tapelens_marts.{table} order by {key}")
+        found = rows(dsn, f"select * from {table} order by {key}")
         taken[table] = [{k: v for k, v in r.items() if k != "watermark_at"} for r in found]
     return taken
 
@@ -83,7 +85,11 @@ def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) 
     )
     assert (a8["prev_position"], a8["posdiff"], a8["gap_class"]) == (7, 199, "locate")
     incremental = snapshot(models_dsn)
-    assert len(incremental["fct_file_gaps"]) == 12 + 2 + 1  # V1 without A7, V4, V5
+    # V1 without A7; V4: D1, D2 and B3's new copy; V5
+    assert len(incremental["tapelens_marts.fct_file_gaps"]) == 12 + 3 + 1
+    # A2's second copy went with V2; B3 now has a second copy on V4
+    duplicated = {r["file_id"] for r in incremental["tapelens_marts.fct_duplicate_copies"]}
+    assert duplicated == {f"{sample.B}/B1.RAW.data", f"{sample.B}/B3.RAW.data"}
 
     build(models_dsn, select=GAP_MARTS, exclude=MODELS_ONLY, full_refresh=True, log_dir=log_dir)
     assert snapshot(models_dsn) == incremental
