@@ -119,13 +119,15 @@ def ideal_placement(
     )
 
 
-def _recall_per_dataset(
+def recall_per_dataset(
     files: pl.DataFrame,
     drives: Mapping[str, int],
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None,
     prefix: str,
 ) -> pl.DataFrame:
+    """Per dataset, the given copies recalled on their own copy of the drives (each tape mounted
+    once): {prefix}_tapes, {prefix}_unreadable_tapes, {prefix}_s and {prefix}_rate_mb_s."""
     columns = ["dataset", "volume", "media_type", "position", "size_bytes"]
     optional = [c for c in ("offset_bytes", "aggregate_id", "start_bytes") if c in files.columns]
     timed = file_times(files.select(*columns, *optional), params_by_media, KEY)
@@ -166,8 +168,8 @@ def predict_datasets(
         pl.col("size_bytes").sum().alias("bytes"),
         pl.col("media_type").mode().sort().first().alias("media_type"),
     )
-    now = _recall_per_dataset(chosen, drives, params_by_media, readable_by, "now")
-    ideal = _recall_per_dataset(
+    now = recall_per_dataset(chosen, drives, params_by_media, readable_by, "now")
+    ideal = recall_per_dataset(
         ideal_placement(chosen, params_by_media), drives, params_by_media, readable_by, "ideal"
     )
     return (

@@ -196,29 +196,50 @@ def read_live_files(
 ) -> pl.DataFrame:
     """Live copies of the chosen datasets with their byte address on the tape (start_bytes) and
     the media type of their tape."""
-    where: list[sql.Composable] = [sql.SQL("removed_at is null")]
+    where: list[sql.Composable] = []
     if dataset is not None:
         where.append(sql.SQL("dataset = {}").format(sql.Literal(dataset)))
     if dataset_type is not None:
         where.append(sql.SQL("dataset_type = {}").format(sql.Literal(dataset_type)))
+    return _live_copies(conn, where)
+
+
+def read_live_copies(
+    conn: psycopg.Connection,
+    *,
+    datasets: Sequence[str] = (),
+    volumes: Sequence[str] = (),
+) -> pl.DataFrame:
+    """Live copies of the given datasets and on the given volumes (either), with byte address,
+    media type, tape state and checksum: what repack and dedup decisions need."""
+    wanted = sql.SQL("(dataset = any({}) or volume = any({}))").format(
+        sql.Literal(list(datasets)), sql.Literal(list(volumes))
+    )
+    return _live_copies(conn, [wanted])
+
+
+def _live_copies(conn: psycopg.Connection, where: list[sql.Composable]) -> pl.DataFrame:
+    conditions = sql.SQL(" and ").join([sql.SQL("removed_at is null"), *where])
     query = sql.SQL(
         """with wanted as (
-               select dataset, dataset_type, file_id, volume, position, offset_bytes,
-                      aggregate_id, size_bytes, copy_no, written_at
+               select source, copy_id, path, dataset, dataset_type, file_id, volume, position,
+                      offset_bytes, aggregate_id, size_bytes, copy_no, written_at, checksum
                from tapelens.tape_files where {}
            ), {}
-           select w.dataset, w.dataset_type, w.file_id, w.volume, w.position, w.offset_bytes,
-                  w.aggregate_id, w.size_bytes, w.copy_no,
-                  extract(epoch from w.written_at) as written_at,
+           select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volume,
+                  w.position, w.offset_bytes, w.aggregate_id, w.size_bytes, w.copy_no,
+                  extract(epoch from w.written_at) as written_at, w.checksum,
                   a.object_start + coalesce(w.offset_bytes, 0) as start_bytes,
-                  coalesce(t.media_type, 'unknown') as media_type
+                  coalesce(t.media_type, 'unknown') as media_type,
+                  coalesce(t.state, 'unknown') as tape_state
            from wanted as w
            left join addressed as a on a.volume = w.volume and a.position = w.position
            left join tapelens.tapes as t on t.volume = w.volume"""
-    ).format(
-        sql.SQL(" and ").join(where), _addressed(sql.SQL("select distinct volume from wanted"))
-    )
+    ).format(conditions, _addressed(sql.SQL("select distinct volume from wanted")))
     schema = {
+        "source": pl.String,
+        "copy_id": pl.String,
+        "path": pl.String,
         "dataset": pl.String,
         "dataset_type": pl.String,
         "file_id": pl.String,
@@ -228,8 +249,11 @@ def read_live_files(
         "aggregate_id": pl.String,
         "size_bytes": pl.Int64,
         "copy_no": pl.Int32,
+        "written_at": pl.Float64,
+        "checksum": pl.String,
         "start_bytes": pl.Int64,
         "media_type": pl.String,
+        "tape_state": pl.String,
     }
     return _with_media(_copy_frame(conn, query, schema))
 
