@@ -110,9 +110,7 @@ def _clone_template(conn: psycopg.Connection, name: str) -> None:
             time.sleep(0.1)
 
 
-@pytest.fixture
-def dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
-    """A freshly migrated database of its own for one test."""
+def _fresh_database(server_dsn: str) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         _clone_template(conn, name)
@@ -121,6 +119,19 @@ def dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
         conn.execute(
             sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
         )
+
+
+@pytest.fixture
+def dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A freshly migrated database of its own for one test."""
+    yield from _fresh_database(server_dsn)
+
+
+@pytest.fixture(scope="module")
+def module_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A freshly migrated database shared by the tests of one module (for a loaded site that
+    is expensive to build; the tests must not depend on each other's changes)."""
+    yield from _fresh_database(server_dsn)
 
 
 @pytest.fixture

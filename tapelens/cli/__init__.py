@@ -28,8 +28,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "report": ("report",),
     "model": ("model",),
     "predict": ("predict",),
-    "plan": ("plan",),
+    "plan": ("plan", "plan_repack", "plan_dedup"),
     "simulate": ("simulate",),
+    "whatif": ("whatif",),
     "dashboards": ("dashboards",),
     "demo": ("demo", "synth"),
 }

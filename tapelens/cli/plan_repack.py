@@ -1,0 +1,158 @@
+"""`tapelens plan repack`: repack candidates ranked by what they would gain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import polars as pl
+
+from tapelens.analysis.model_inputs import read_drives
+from tapelens.analysis.repack import KINDS, RepackOptions
+from tapelens.analysis.repack_plot import plot_gain_cost
+from tapelens.analysis.repack_store import advise
+from tapelens.analysis.scheduling import parse_drives
+from tapelens.cli.common import App, pass_app
+from tapelens.cli.groups import BY_NAME
+from tapelens.cli.output import emit, format_option
+from tapelens.db import connection
+from tapelens.errors import InputError
+
+plan = BY_NAME["plan"]
+
+
+@plan.command("repack")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(KINDS),
+    help="Only candidates of this kind (repeatable; default all four).",
+)
+@click.option(
+    "--drives",
+    "drives_spec",
+    metavar="SPEC",
+    help="Drives a recall uses, e.g. LTO8:6,LTO7:4 (default: online drives in tapelens.drives).",
+)
+@click.option(
+    "--recalls-per-year",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="How often each affected dataset is expected to be recalled.",
+)
+@click.option("--horizon-years", type=click.FloatRange(min=0), default=5.0, show_default=True)
+@click.option(
+    "--max-occupancy",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="Filled tapes below this share of live data are low-occupancy candidates.",
+)
+@click.option(
+    "--container-gb",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Size of the containers small files are packed into.",
+)
+@click.option(
+    "--export",
+    "export",
+    type=click.Choice(["volumes"]),
+    help="Write the volumes of the top candidates, one a line (CTA: repack add --vidfile).",
+)
+@click.option("--export-file", type=click.Path(dir_okay=False), help="Where --export writes.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Gain vs cost PNG.")
+@format_option
+@pass_app
+def repack(
+    app: App,
+    top: int,
+    kinds: tuple[str, ...],
+    drives_spec: str | None,
+    recalls_per_year: float,
+    horizon_years: float,
+    max_occupancy: float,
+    container_gb: float,
+    export: str | None,
+    export_file: str | None,
+    plot_file: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Rank repack candidates by their net gain over the horizon.
+
+    Four kinds: scattered datasets (many more tapes than needed, high gaps, locates), tapes
+    holding stray duplicate copies, low-occupancy tapes, and datasets of small files outside
+    aggregates. For each: the predicted recall of the affected datasets now and after the
+    repack (throughput model), the repack's cost in drive hours (read + write), tapes freed
+    and consumed, the payback in recalls, and net_gain_h = recalls per year x horizon x drive
+    hours saved per recall - cost. Needs the marts (`tapelens models build`).
+
+    \b
+    Example:
+        tapelens plan repack --top 10 --drives LTO8:4 --recalls-per-year 2 \\
+            --export volumes --export-file repack.vids --plot gain.png
+    """
+    if export and not export_file:
+        raise click.UsageError("--export volumes needs --export-file FILE")
+    with connection(app.dsn(), autocommit=True) as conn:
+        drives = parse_drives(drives_spec) if drives_spec else read_drives(conn)
+        if not drives:
+            raise InputError("no drives: give --drives SPEC (e.g. LTO8:4) or load tapelens.drives")
+        options = RepackOptions(
+            drives=tuple(drives.items()),
+            top=top,
+            kinds=kinds or KINDS,
+            recalls_per_year=recalls_per_year,
+            horizon_years=horizon_years,
+            max_occupancy=max_occupancy,
+            container_bytes=int(container_gb * 1e9),
+        )
+        advice = advise(conn, options, progress=lambda msg: click.echo(msg, err=True))
+    ranked = advice.top(top)
+    s = advice.summary
+    click.echo(
+        f"{s['candidates']} candidate(s) weighed; top {ranked.height}: "
+        f"{s['worth_it']} pay back within the horizon, net gain {s['top_net_gain_h']:.1f} "
+        f"drive-h for {s['top_repack_cost_h']:.1f} drive-h of repack, "
+        f"{s['top_tapes_freed']:.0f} tape(s) freed",
+        err=True,
+    )
+    if export and export_file:
+        volumes = advice.volumes(top)
+        Path(export_file).write_text("".join(f"{v}\n" for v in volumes))
+        click.echo(f"wrote {len(volumes)} volume(s) to {export_file}", err=True)
+    if plot_file:
+        plot_gain_cost(advice.candidates, Path(plot_file))
+        click.echo(f"wrote {plot_file}", err=True)
+    emit(_printable(ranked, fmt), fmt, output)
+
+
+# What fits a terminal; csv, json and parquet carry every column.
+TABLE_COLUMNS = [
+    "rank",
+    "kind",
+    "target",
+    "evidence",
+    "mounts_now",
+    "mounts_after",
+    "recall_now_h",
+    "recall_after_h",
+    "saving_per_recall_drive_h",
+    "repack_cost_h",
+    "tapes_freed",
+    "payback_recalls",
+    "net_gain_h",
+]
+
+
+def _printable(frame: pl.DataFrame, fmt: str) -> pl.DataFrame:
+    if fmt == "table":
+        return frame.select(TABLE_COLUMNS)
+    if fmt == "csv":
+        return frame.with_columns(pl.col("volumes").list.join(" "))
+    return frame
