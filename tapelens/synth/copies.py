@@ -32,6 +32,7 @@ FLAG_COLUMNS = (
     "repacked",
     "arrived_at",
     "tape_written_at",
+    "outage",
 )
 
 
@@ -91,6 +92,7 @@ def build_copies(
         {
             "file": req.file[src],
             "seq": req.seq[src],
+            "outage": req.outage[src],
             "member": req.member[src],
             "members": req.members[src],
             "offset": req.offset[src],
@@ -290,6 +292,7 @@ def canonical(
             pl.col("repacked"),
             seconds_to_time(pl.col("arrived_s")).alias("arrived_at"),
             seconds_to_time(pl.col("tape_s")).alias("tape_written_at"),
+            pl.col("outage"),
         ]
     cols += [pl.col(c) for c in keep]
     return out.select(cols)

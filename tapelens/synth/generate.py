@@ -39,6 +39,7 @@ KIND_ORDER = {"tapes": 0, "catalog": 1, "mounts": 2, "transfers": 3}
 
 # Random streams, one per stage (their numbers must never change).
 STREAM_SITE, STREAM_RETRIES, STREAM_TAPES, STREAM_HISTORY = 1, 2, 3, 4
+STREAM_SCATTER, STREAM_OUTAGES = 5, 6  # the injected anomalies (anomalies.py)
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,17 @@ def generate(out_dir: Path, params: SiteParams, progress: Progress | None = None
     timeline = Timeline.between(p.start, p.end, p.growth_per_year)
 
     say("site model", 0, 1)
-    site = build_site(p, timeline, rng_for(p.seed, STREAM_SITE))
+    site = build_site(p, timeline, rng_for(p.seed, STREAM_SITE), rng_for(p.seed, STREAM_SCATTER))
     batches, f_batch = wp.migration_batches(p, site, timeline)
-    retry = wp.retries(p, site, f_batch, batches, timeline, rng_for(p.seed, STREAM_RETRIES))
+    retry = wp.retries(
+        p,
+        site,
+        f_batch,
+        batches,
+        timeline,
+        rng_for(p.seed, STREAM_RETRIES),
+        rng_for(p.seed, STREAM_OUTAGES),
+    )
     req = wp.queue(p, site, batches, f_batch, retry, timeline)
     del retry, f_batch
     site.f_u = site.f_u[:0]  # the requests now carry their arrival times

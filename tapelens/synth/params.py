@@ -129,6 +129,13 @@ class SiteParams:
     pathological_copies: int = 96  # copies of the one file stuck in a retry loop (0: none)
     pathological_cycles: int = 6  # migration cycles the retry loop lasts
 
+    # Injected anomalies with truth labels (tapelens.synth.anomalies); 0 injects nothing
+    scattered_datasets: int = 0  # datasets whose files trickle in instead of in one window
+    scattered_spread_days: float = 365.0  # ... each file at a uniform time over this span
+    scattered_min_files: int = 100  # chosen among datasets with at least this many files
+    ack_outages: int = 0  # front-end outages that lose the acknowledgements of pending writes
+    ack_outage_hours: float = 24.0  # how long each outage lasts
+
     # Operations history (tapelens.synth.operations); `operations` is its params object
     history: bool = True
     history_max_copies: int = 500_000  # campaigns draw from at most this many copies
@@ -247,5 +254,13 @@ def _validate(p: SiteParams) -> None:
         raise bad("aggregate_max_members", "must be in [2, 30000]")
     if p.migration_max_age_days <= 0:
         raise bad("migration_max_age_days", "must be positive")
+    for name in ("scattered_datasets", "ack_outages"):
+        if getattr(p, name) < 0:
+            raise bad(name, "must be 0 or more")
+    if p.scattered_min_files < 1:
+        raise bad("scattered_min_files", "must be at least 1")
+    for name in ("scattered_spread_days", "ack_outage_hours"):
+        if not getattr(p, name) > 0:
+            raise bad(name, "must be positive")
     if p.chunk_rows < 1_000:
         raise bad("chunk_rows", "must be at least 1000")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tapelens.synth import naming
+from tapelens.synth import anomalies, naming
 from tapelens.synth.params import SiteParams, SizeModel
 from tapelens.synth.timeline import Timeline
 
@@ -36,6 +36,7 @@ class Site:
     ds_suffix: list[str]  # file name after the file number
     ds_rank: np.ndarray  # int32 rank of ds_dir in byte order (what "sort by directory" uses)
     ds_start_u: np.ndarray  # float64 progress at which the dataset's window opens
+    ds_scattered: np.ndarray  # bool: its files trickle in over a long spread (an anomaly)
     # files
     f_ds: np.ndarray  # int32
     f_no: np.ndarray  # int32 file number inside its dataset (1-based)
@@ -55,8 +56,17 @@ class Site:
         return int(self.f_size.sum())
 
 
-def build_site(p: SiteParams, timeline: Timeline, rng: np.random.Generator) -> Site:
-    """Draw datasets and files for every pool, then their arrival times in progress."""
+def build_site(
+    p: SiteParams,
+    timeline: Timeline,
+    rng: np.random.Generator,
+    scatter_rng: np.random.Generator | None = None,
+) -> Site:
+    """Draw datasets and files for every pool, then their arrival times in progress.
+
+    The scattered datasets (`scattered_datasets`) are chosen, and their files' arrivals
+    redrawn, from scatter_rng alone, so the rest of the site does not change with them.
+    """
     pools = tuple(name for name, _ in p.experiments)
     type_names = tuple(name for name, _, _ in p.types)
     per_pool = _split(p.files, np.array([s for _, s in p.experiments], dtype=float))
@@ -79,6 +89,12 @@ def build_site(p: SiteParams, timeline: Timeline, rng: np.random.Generator) -> S
     f_no = _file_numbers(files_arr, rng)
     f_size = _sizes(p, type_names, type_arr[f_ds], rng)
     f_u, f_late, ds_start = _arrivals(p, pool_arr, files_arr, f_ds, timeline, rng)
+    scattered = np.zeros(files_arr.shape[0], dtype=bool)
+    if p.scattered_datasets:
+        if scatter_rng is None:
+            raise ValueError("scattered_datasets needs its own random stream (scatter_rng)")
+        arrivals = anomalies.Arrivals(pool_arr, type_arr, files_arr, ds_start, f_ds, f_u, f_late)
+        scattered = anomalies.scatter(p, arrivals, timeline, scatter_rng)
 
     ds_year = timeline.year(ds_start)
     names = naming.dataset_names(p, pools, type_names, pool_arr, type_arr, ds_year, rng)
@@ -98,6 +114,7 @@ def build_site(p: SiteParams, timeline: Timeline, rng: np.random.Generator) -> S
         ds_suffix=names.suffixes,
         ds_rank=rank,
         ds_start_u=ds_start,
+        ds_scattered=scattered,
         f_ds=f_ds,
         f_no=f_no,
         f_size=f_size,

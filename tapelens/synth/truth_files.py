@@ -32,7 +32,8 @@ from this day) is {cutover}.
   `is_duplicate` (a retry written after a lost acknowledgement), `is_late` (arrived after its
   dataset's window), `write_policy` (fifo or sorted: the migration that wrote it), `removed`
   (no longer in the catalog: moved by a repack), `repacked` (written by a repack),
-  `arrived_at` (reached the disk cache), `tape_written_at` (written to tape).
+  `arrived_at` (reached the disk cache), `tape_written_at` (written to tape), `outage` (a
+  retry caused by an acknowledgement outage; is_duplicate is true too).
 - `dataset_tape_gaps.parquet`: one dataset on one volume (live copies; repacked tapes left out):
   dataset, volume, dataset_type, experiment, n_copies, n_aggregated (aggregate members, left
   out of the gaps), n (gaps counted), mean, sigma (sample standard deviation, null for n < 2),
@@ -42,10 +43,12 @@ from this day) is {cutover}.
 - `duplicates.parquet`: one file with more than one live copy: file_id, path, copies,
   volumes (distinct volumes), volume_list.
 - `tapes.parquet`: one cartridge of the inventory: the canonical TAPES columns, plus copies
-  (live), used_bytes, first_written_at, last_written_at.
+  (live), used_bytes, first_written_at, last_written_at, duplicate_copies (live copies that
+  are retries, is_duplicate), duplicate_bytes, and outage_copies (of which retries after an
+  acknowledgement outage).
 - `datasets.parquet`: one dataset: dataset, dataset_type, experiment, files, size_bytes,
   late_files, tapes (volumes holding live copies), window_start (when its files start to
-  arrive).
+  arrive), scattered (an injected scattered dataset).
 
 Gap conventions (the published analysis): on one volume, a dataset's live copies in position
 order (then offset inside an aggregate); posdiff = position minus the previous copy's position.
@@ -55,7 +58,26 @@ posdiff >= 100 is a locate, counted apart, not in n, mean or sigma; tapes in sta
 (emptied by a repack; their copies are removed) are left out.
 
 `written_at` is what the {profile} catalog calls the time of a copy: {written_at_meaning}.
-{extra}"""
+{extra}{anomalies}"""
+
+ANOMALIES = """
+Injected anomalies (what a repack or clean-up advisor should find):
+{scattered}{outages}"""
+
+SCATTERED = """- {n} scattered datasets (`scattered` in datasets.parquet), drawn among those with
+  at least {min_files} files, preferably spread before the cutover (written FIFO): each file
+  arrived at its own uniform time over {spread_days:g} days from the dataset's window start
+  (that spread is their window, so none of their files is late), and many migrations wrote
+  them among everything else: many tapes, large gaps, locates.
+"""
+
+OUTAGES = """- {n} acknowledgement outages of {hours:g} hours of the site's front end, at uniform
+  times while migrations wrote FIFO (before the cutover): every file waiting in the disk cache
+  when one began, or arriving while it lasted, got one retry (`outage` in copies.parquet;
+  is_duplicate too), submitted again together when the front end was back and written by a
+  later migration than its first copy: bursts of stray copies on the tapes being filled
+  (outage_copies in tapes.parquet).
+"""
 
 WRITTEN_AT = {
     "bnl": "the HPSS create time, when the file reached the disk cache (the modify time in ls -P "
@@ -117,6 +139,8 @@ def write(
         "duplicate_share": dups.height / max(site.n_files, 1),
         "max_copies": int(dups["copies"].to_numpy().max()) if dups.height else 1,
         "max_tapes_per_dataset": int(tpd.max()) if tpd.size else 0,
+        "scattered_datasets": int(site.ds_scattered.sum()),
+        "outage_copies": int((copies.frame["outage"] & ~copies.frame["removed"]).sum()),
     }
 
 
@@ -167,9 +191,13 @@ def _tapes(p: SiteParams, site: Site, copies: Copies, placement: Placement) -> p
     tape = frame["tape"].to_numpy()
     n = placement.n_tapes
     count = np.bincount(tape[live], minlength=n).astype(np.int64)
-    used = np.bincount(
-        tape[live], weights=site.f_size[frame["file"].to_numpy()[live]], minlength=n
-    ).astype(np.int64)
+    size = site.f_size[frame["file"].to_numpy()]
+    used = np.bincount(tape[live], weights=size[live], minlength=n).astype(np.int64)
+    dup = live & (frame["seq"].to_numpy() > 0)
+    dup_count = np.bincount(tape[dup], minlength=n).astype(np.int64)
+    dup_bytes = np.bincount(tape[dup], weights=size[dup], minlength=n).astype(np.int64)
+    outage = np.bincount(tape[live & frame["outage"].to_numpy()], minlength=n).astype(np.int64)
+    del size, dup
     written = frame["tape_s"].to_numpy()
     first = np.full(n, np.iinfo(np.int64).max)
     last = np.full(n, -1, dtype=np.int64)
@@ -183,6 +211,9 @@ def _tapes(p: SiteParams, site: Site, copies: Copies, placement: Placement) -> p
             "used_bytes": used,
             "first_s": np.where(count > 0, first, -1),
             "last_s": np.where(count > 0, last, -1),
+            "duplicate_copies": dup_count,
+            "duplicate_bytes": dup_bytes,
+            "outage_copies": outage,
         }
     )
     out = (
@@ -215,6 +246,7 @@ def _datasets(site: Site, names: Names, timeline: Timeline, tpd: np.ndarray) -> 
                 "late_files": late.astype(np.int64),
                 "tapes": tpd,
                 "window_start": start,
+                "scattered": site.ds_scattered,
             }
         )
         .with_columns(
@@ -238,4 +270,21 @@ def _readme(p: SiteParams) -> str:
         cutover=p.cutover.isoformat(),
         written_at_meaning=WRITTEN_AT[p.profile],
         extra=extra,
+        anomalies=_anomalies_text(p),
     )
+
+
+def _anomalies_text(p: SiteParams) -> str:
+    """The README paragraph on the injected anomalies; empty when there are none."""
+    if not (p.scattered_datasets or p.ack_outages):
+        return ""
+    scattered = outages = ""
+    if p.scattered_datasets:
+        scattered = SCATTERED.format(
+            n=p.scattered_datasets,
+            min_files=p.scattered_min_files,
+            spread_days=p.scattered_spread_days,
+        )
+    if p.ack_outages:
+        outages = OUTAGES.format(n=p.ack_outages, hours=p.ack_outage_hours)
+    return ANOMALIES.format(scattered=scattered, outages=outages)

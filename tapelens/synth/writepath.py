@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tapelens.synth import anomalies
 from tapelens.synth.params import SiteParams
 from tapelens.synth.site import Site
 from tapelens.synth.timeline import Timeline, epoch_s
@@ -39,6 +40,7 @@ class Requests:
 
     file: np.ndarray  # int32
     seq: np.ndarray  # int16: 0 the original write, k the k-th retry
+    outage: np.ndarray  # bool: a retry after an acknowledgement outage
     arrived_s: np.ndarray  # uint32 whole seconds when this write request reached the cache
     batch: np.ndarray  # int32
     pool: np.ndarray  # int16
@@ -114,6 +116,9 @@ def migration_batches(p: SiteParams, site: Site, timeline: Timeline) -> tuple[Ba
     return Batches(end_u, start_u, time_s, policy), f_batch
 
 
+Retries = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def retries(
     p: SiteParams,
     site: Site,
@@ -121,11 +126,14 @@ def retries(
     batches: Batches,
     timeline: Timeline,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Extra write requests after lost acknowledgements: (file, seq, batch, u) per retry.
+    outage_rng: np.random.Generator | None = None,
+) -> Retries:
+    """Extra write requests after lost acknowledgements: (file, seq, batch, u, outage) per retry.
 
     A retried file is flushed again one or more migrations later, possibly more than once; one
     pathological file is retried in a loop for a few migrations and collects dozens of copies.
+    Acknowledgement outages (`ack_outages`, drawn from outage_rng) add one retry to each file
+    they lose, numbered after its other retries.
     """
     n_files = site.n_files
     n_batches = batches.end_u.shape[0]
@@ -166,7 +174,21 @@ def retries(
     lo = np.maximum(batches.start_u[r_batch], earliest)
     hi = np.maximum(batches.end_u[r_batch], lo)
     r_u = lo + (hi - lo) * rng.random(r_batch.shape[0])
-    return r_file, r_seq, r_batch, r_u
+    r_outage = np.zeros(r_file.shape[0], dtype=bool)
+    if p.ack_outages == 0:
+        return r_file, r_seq, r_batch, r_u, r_outage
+    if outage_rng is None:
+        raise ValueError("ack_outages needs its own random stream (outage_rng)")
+    o_file, o_batch, o_u = anomalies.outage_retries(p, site, f_batch, batches, timeline, outage_rng)
+    last_seq = np.zeros(n_files, dtype=np.int16)
+    np.maximum.at(last_seq, r_file, r_seq)
+    return (
+        np.concatenate([r_file, o_file]),
+        np.concatenate([r_seq, last_seq[o_file] + 1]).astype(np.int16),
+        np.concatenate([r_batch, o_batch]),
+        np.concatenate([r_u, o_u]),
+        np.concatenate([r_outage, np.ones(o_file.shape[0], dtype=bool)]),
+    )
 
 
 def _pathological_file(p: SiteParams, site: Site, rng: np.random.Generator) -> int:
@@ -188,17 +210,18 @@ def queue(
     site: Site,
     batches: Batches,
     f_batch: np.ndarray,
-    retry: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    retry: Retries,
     timeline: Timeline,
 ) -> Requests:
     """Order every write request as the migrations take them and deal them to drives."""
-    r_file, r_seq, r_batch, r_u = retry
+    r_file, r_seq, r_batch, r_u, r_outage = retry
     n = site.n_files
     file = np.concatenate([np.arange(n, dtype=np.int32), r_file])
     seq = np.concatenate([np.zeros(n, dtype=np.int16), r_seq])
     batch = np.concatenate([f_batch, r_batch])
     u = np.concatenate([site.f_u, r_u])
-    del r_file, r_seq, r_batch, r_u
+    outage = np.concatenate([np.zeros(n, dtype=bool), r_outage])
+    del r_file, r_seq, r_batch, r_u, r_outage
     ds = site.f_ds[file]
     pool = site.ds_pool[ds]
     sort_by_dir = batches.policy[batch] == POLICY_SORTED
@@ -209,6 +232,7 @@ def queue(
     order = np.lexsort((seq, key, batch, pool))
     del key
     file, seq, batch, u, pool = file[order], seq[order], batch[order], u[order], pool[order]
+    outage = outage[order]
     del order
     drive = _deal(p, pool, batch, site.f_size[file])
     arrived = np.floor(timeline.seconds(u)).astype(np.uint32)
@@ -217,6 +241,7 @@ def queue(
     return Requests(
         file=file,
         seq=seq,
+        outage=outage,
         arrived_s=arrived,
         batch=batch,
         pool=pool,
