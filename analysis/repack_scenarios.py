@@ -175,9 +175,12 @@ def tape_emptied(cand: str, volume: str, files: pl.DataFrame) -> Scenario:
     )
 
 
-def strays_retired(cand: str, volume: str, files: pl.DataFrame, plan: pl.DataFrame) -> Scenario:
-    """A tape holding stray duplicate copies: those copies retired (after the kept copies'
-    checksums are verified), the rest of the tape repacked and the cartridge freed.
+def strays_retired(
+    cand: str, volume: str, files: pl.DataFrame, plan: pl.DataFrame, *, repack_tape: bool
+) -> Scenario:
+    """A tape holding stray duplicate copies: those copies retired once the kept copies'
+    checksums are verified; with `repack_tape` (little live data would be left) the rest of
+    the tape is moved and the cartridge freed, else the rest stays where it is.
 
     `files`: every live copy of the datasets with a copy on the tape; `plan`: dedup's
     classification of them (file_id, volume, position, action). Recalls are timed as tape
@@ -188,14 +191,20 @@ def strays_retired(cand: str, volume: str, files: pl.DataFrame, plan: pl.DataFra
     kept = plan.filter(pl.col("action") == "keep").join(retired_files, on="file_id", how="semi")
     keys = ["file_id", "volume", "position"]
     remaining = files.join(retire.select(keys), on=keys, how="anti")
-    staying = remaining.filter(pl.col("volume") == volume)
-    moved = compacted(staying, f"{cand}/new")
-    after_files = pl.concat([remaining.filter(pl.col("volume") != volume), moved], how="diagonal")
-    affected = retire.select("dataset").unique()
     verify = files.join(kept.select(keys), on=keys, how="semi")
+    staying = remaining.filter(pl.col("volume") == volume)
+    if repack_tape:
+        moved = compacted(staying, f"{cand}/new")
+        after_files = pl.concat(
+            [remaining.filter(pl.col("volume") != volume), moved], how="diagonal"
+        )
+        read = pl.concat([staying, verify], how="vertical_relaxed")
+    else:
+        moved, after_files, read = staying.clear(), remaining, verify
+    affected = retire.select("dataset").unique()
     return Scenario(
         _tag(newest_copies(files.join(affected, on="dataset", how="semi")), cand),
         _tag(newest_copies(after_files.join(affected, on="dataset", how="semi")), cand),
-        _tag(pl.concat([staying, verify], how="vertical_relaxed"), cand),
+        _tag(read, cand),
         _tag(moved, cand),
     )

@@ -236,10 +236,16 @@ def _screen_stray(
     stray = plan.filter((pl.col("action") == "retire") & pl.col("volume").is_in(volumes))
     per_volume = stray.group_by("volume").agg(
         pl.len().alias("retire"),
+        pl.col("size_bytes").sum().alias("retire_bytes"),
         pl.col("stray").sum().alias("stray"),
         pl.col("dataset").n_unique().alias("stray_datasets"),
     )
-    found = found.join(per_volume, left_on="target", right_on="volume", how="inner")
+    # The tape is repacked (and freed) only when retiring leaves little live data on it;
+    # otherwise the retired copies' space waits for a later repack.
+    left = (pl.col("bytes") - pl.col("retire_bytes")) / pl.col("capacity_bytes")
+    found = found.join(per_volume, left_on="target", right_on="volume", how="inner").with_columns(
+        (left < options.max_occupancy).fill_null(False).alias("repack_tape")
+    )
     built = [
         scenarios.strays_retired(
             _cand("stray-copies", volume),
@@ -250,8 +256,9 @@ def _screen_stray(
                 how="semi",
             ),
             plan,
+            repack_tape=repack_tape,
         )
-        for volume in found["target"].to_list()
+        for volume, repack_tape in found.select("target", "repack_tape").iter_rows()
     ]
     candidates = found.select(
         pl.format("stray-copies:{}", pl.col("target")).alias("cand"),
@@ -259,16 +266,22 @@ def _screen_stray(
         "target",
         pl.format(
             "{} of {} copies are duplicates to retire ({} off their datasets' main tapes), "
-            "from {} datasets",
+            "from {} datasets; {}",
             pl.col("retire"),
             pl.col("files"),
             pl.col("stray"),
             pl.col("stray_datasets"),
+            pl.when(pl.col("repack_tape"))
+            .then(pl.lit("the rest of the tape moved, the cartridge freed"))
+            .otherwise(pl.lit("the rest of the tape stays")),
         ).alias("evidence"),
         "files",
         "bytes",
-        pl.lit(1.0).alias("tapes_freed"),
-        (pl.col("capacity_bytes") - pl.col("bytes")).alias("capacity_reclaimed_bytes"),
+        pl.col("repack_tape").cast(pl.Float64).alias("tapes_freed"),
+        pl.when(pl.col("repack_tape"))
+        .then(pl.col("capacity_bytes") - pl.col("bytes") + pl.col("retire_bytes"))
+        .otherwise(pl.lit(0))
+        .alias("capacity_reclaimed_bytes"),
         pl.concat_list(pl.col("target")).alias("volumes"),
     )
     return candidates, scenarios.Scenario.concat(built)

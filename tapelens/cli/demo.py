@@ -13,6 +13,13 @@ from tapelens.frames import read_frame
 demo = BY_NAME["demo"]
 
 
+# The demo site carries the anomalies the repack advisor looks for, and plans on a small
+# library of three LTO generations.
+DEMO_SCATTERED = 8
+DEMO_OUTAGES = 2
+DEMO_DRIVES = "LTO9:2,LTO8:2,LTO7:2"
+
+
 def _step(title: str, args: list[str]) -> None:
     """Run one tapelens command exactly as a user would type it."""
     from tapelens.cli import cli
@@ -28,7 +35,8 @@ def _step(title: str, args: list[str]) -> None:
 @click.option("--out", type=click.Path(file_okay=False), help="Site folder (default: HOME/demo).")
 @pass_app
 def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
-    """Generate a synthetic site, ingest it, build the models, report, calibrate and plan.
+    """Generate a synthetic site, ingest it, build the models, report, calibrate, plan a
+    recall, rank repack candidates, propose a duplicate clean-up and replay the writes.
 
     Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
@@ -52,6 +60,10 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             str(seed),
             "--profile",
             profile,
+            "--scattered-datasets",
+            str(DEMO_SCATTERED),
+            "--ack-outages",
+            str(DEMO_OUTAGES),
         ],
     )
     _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
@@ -75,7 +87,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             "recall",
             str(requests),
             "--drives",
-            "LTO9:2,LTO8:2,LTO7:2",
+            DEMO_DRIVES,
             "-o",
             str(site / "recall-plan.csv"),
             "--summary",
@@ -83,4 +95,33 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             "--save",
             "demo",
         ],
+    )
+    _step(
+        "repack candidates",
+        [
+            *common,
+            "plan",
+            "repack",
+            "--top",
+            "10",
+            "--drives",
+            DEMO_DRIVES,
+            "--export",
+            "volumes",
+            "--export-file",
+            str(site / "repack.vids"),
+            "--plot",
+            str(site / "repack-gain-cost.png"),
+        ],
+    )
+    _step(
+        "duplicate clean-up",
+        [*common, "plan", "dedup", "--by", "datasets", "-o", str(site / "dedup-datasets.csv")]
+        + ["--format", "csv", "--drives", DEMO_DRIVES],
+    )
+    _step(
+        "placement what-if",
+        [*common, "whatif", "placement", "--switch-at", "2020-10-01", "--split-at", "2020-10-01"]
+        + ["--sort-window", "90d", "--batch-bytes", "4TB", "--write-drives", "6"]
+        + ["--plot", str(site / "whatif-gaps.png"), "--no-recall"],
     )

@@ -38,6 +38,20 @@ class _Progress:
 @click.option("--end", type=click.DateTime(["%Y-%m-%d"]), help="Last day files arrive.")
 @click.option("--gzip", "gz", is_flag=True, help="Compress the catalogs and logs (.gz).")
 @click.option("--no-history", is_flag=True, help="Skip the recall campaigns and their logs.")
+@click.option(
+    "--scattered-datasets",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Datasets whose files trickle in over a year and end up scattered (truth: scattered).",
+)
+@click.option(
+    "--ack-outages",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Front-end acknowledgement outages: files waiting or arriving then are written twice.",
+)
 def generate_cmd(
     out_dir: Path,
     files: int,
@@ -47,6 +61,8 @@ def generate_cmd(
     end: datetime | None,
     gz: bool,
     no_history: bool,
+    scattered_datasets: int,
+    ack_outages: int,
 ) -> None:
     """Generate a synthetic site in OUT_DIR: native catalogs and logs of the profile's
     mass-storage system, a tape inventory, the generic canonical CSV, ground truth (truth/)
@@ -56,11 +72,21 @@ def generate_cmd(
     Example:
         tapelens demo generate /tmp/site --files 200000 --seed 7
         tapelens demo generate /tmp/cta --profile cern --start 2019-01-01 --end 2024-12-31 --gzip
+        tapelens demo generate /tmp/messy --scattered-datasets 10 --ack-outages 2
     """
     dates = {"start": start.date()} if start else {}
     if end:
         dates["end"] = end.date()
-    params = site_params(profile, files=files, seed=seed, gzip=gz, history=not no_history, **dates)
+    params = site_params(
+        profile,
+        files=files,
+        seed=seed,
+        gzip=gz,
+        history=not no_history,
+        scattered_datasets=scattered_datasets,
+        ack_outages=ack_outages,
+        **dates,
+    )
     click.echo(f"generating {files:,} files ({profile}, seed {seed}) in {out_dir}", err=True)
     site = generate(out_dir, params, _Progress())
     for line in summary(site):

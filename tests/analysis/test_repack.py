@@ -142,7 +142,7 @@ def test_stray_copies_retired_spare_the_tape_clients_extra_mounts() -> None:
         .otherwise(pl.lit("keep"))
         .alias("action")
     ).filter(pl.col("file_id").is_in(retries["file_id"].to_list()))
-    scenario = scenarios.strays_retired("stray-copies:S", "S", files, plan)
+    scenario = scenarios.strays_retired("stray-copies:S", "S", files, plan, repack_tape=True)
     row = weigh_one(scenario, "stray-copies:S", "stray-copies").row(0, named=True)
     assert row["mounts_now"] == 2 and row["mounts_after"] == 1
     assert row["saving_per_recall_drive_h"] > 0
