@@ -9,9 +9,9 @@ that its findings can be scored against the truth:
   tapes with large gaps and locates.
 - An acknowledgement outage takes the site's front end down for `ack_outage_hours`. It loses
   the requests it was waiting on: the files in the disk cache not yet migrated when it went
-  down, and those that arrived while it was down. When it is back, the transfer service submits
-  every one of them again, together, so a later migration writes a burst of stray copies on
-  the tapes every pool is filling.
+  down, and those that arrived while it was down. Once it is back, the transfer service submits
+  every one of them again, each after its own back-off, so the next migrations write a burst
+  of stray copies, one by one among the new files, on the tapes every pool is filling.
 
 Each anomaly draws from its own random stream (generate.py numbers them), and draws nothing
 when its knob is 0, so a site without anomalies is byte-identical to one generated before they
@@ -134,21 +134,22 @@ def outage_retries(
     timeline: Timeline,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The extra writes of the outages: (file, batch, u) per retry, in arrival order.
+    """The extra writes of the outages: (file, batch, u) per retry, in order of arrival.
 
     An outage of the site's front end starts at a uniform time over the FIFO part of the
     site's life. It loses
     the files that arrived before it ended and were not on tape when it began (the disk cache
     waiting for the next migration, and what came meanwhile). Each gets one retry, submitted
-    again when the front end is back and no sooner than the acknowledgement timeout after the
-    migration that wrote the first copy, so a later migration writes it; retries past the
-    site's history are not written.
+    again after the front end is back, no sooner than the acknowledgement timeout after the
+    migration that wrote the first copy, at a time of its own before the next migration runs
+    (each file backs off on its own), so a later migration writes it among new arrivals;
+    retries past the site's history are not written.
     """
     n_batches = batches.end_u.shape[0]
     # Outages come while migrations write FIFO (before the cutover, on a site that sorts after
-    # it): the lost files are resubmitted together, so FIFO writes them as one run, off their
-    # datasets' tapes. A sorting migration would file each retry next to its dataset's newer
-    # files, where it costs a recall little.
+    # it): FIFO writes each retry among whatever arrived with it, off its dataset's tapes. A
+    # sorting migration would file each retry next to its dataset's newer files, where it
+    # costs a recall little.
     until_s = epoch_s(p.cutover) if p.policy_after == "sorted" else timeline.end_s
     until_s = max(min(until_s, timeline.end_s), timeline.start_s + 1)
     begins = timeline.start_s + (until_s - timeline.start_s) * rng.random(p.ack_outages)
@@ -176,5 +177,9 @@ def outage_retries(
     batch = np.maximum(np.searchsorted(batches.end_u, u, side="left"), first + 1)
     keep = batch < n_batches
     file, batch, u = file[keep], batch[keep].astype(np.int32), u[keep]
-    u = np.clip(u, batches.start_u[batch], batches.end_u[batch])
-    return file.astype(np.int32), batch, u
+    lo = np.clip(u, batches.start_u[batch], batches.end_u[batch])
+    # Each file is retried after its own back-off, at some time before that migration runs:
+    # FIFO writes the retries one by one among the new arrivals, away from their datasets.
+    u = lo + (batches.end_u[batch] - lo) * rng.random(file.shape[0])
+    order = np.lexsort((file, u))
+    return file[order].astype(np.int32), batch[order], u[order]

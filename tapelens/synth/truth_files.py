@@ -74,9 +74,9 @@ SCATTERED = """- {n} scattered datasets (`scattered` in datasets.parquet), drawn
 OUTAGES = """- {n} acknowledgement outages of {hours:g} hours of the site's front end, at uniform
   times while migrations wrote FIFO (before the cutover): every file waiting in the disk cache
   when one began, or arriving while it lasted, got one retry (`outage` in copies.parquet;
-  is_duplicate too), submitted again together when the front end was back and written by a
-  later migration than its first copy: bursts of stray copies on the tapes being filled
-  (outage_copies in tapes.parquet).
+  is_duplicate too), submitted again after the front end was back, each after its own
+  back-off, and written one by one among new files by a later migration than its first copy:
+  bursts of stray copies on the tapes being filled (outage_copies in tapes.parquet).
 """
 
 WRITTEN_AT = {
