@@ -3,26 +3,36 @@
 State is explicit and flat: per-request lists indexed by request id (ids run in volume, position,
 offset order, so sorting ids sorts requests along their tape), one DriveState per drive, per-tape
 lists. The queue holds plain tuples (time, kind, argument, token), so events at one time are
-taken in a fixed order (by kind, then drive or request); a drive's token
-changes when a fault interrupts it, which voids the events it had scheduled. Records are tuples
-appended to one list and become a frame at the end. Scheduling decisions are in
-analysis/sim_schedulers.py, faults and retries in analysis/sim_faults.py, results in
+taken in a fixed order (by kind, then drive or request) whatever order they were pushed in; a
+drive's token changes when a fault interrupts it, which voids the events it had scheduled.
+Records are tuples appended to one list and become a frame at the end. Scheduling decisions are
+in analysis/sim_schedulers.py, faults and retries in analysis/sim_faults.py, results in
 analysis/sim_results.py.
+
+Speed (bench/bench_simulator.py, issue 7: >= 200k events per CPU second). The loop and the
+admission closure (analysis/sim_admit.py) bind what they touch to local variables; common
+transitions write the queue and the records directly; the class has slots; a long list of reads
+is timed in one vectorised call (sim_inputs.pass_timer); a batch of new requests is placed at
+once (sim_admit.place_new); by-demand keeps a heap of tapes by pooled bytes, which the other
+policies do not sum; checks that only matter once a request is sent or pooled a second time
+wait until then. Every shortcut leaves the results as they were
+(tests/analysis/test_simulator_fastpaths.py).
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
-from bisect import insort
+from bisect import bisect_right, insort
 from collections import deque
-from collections.abc import Callable
 
 import numpy as np
 
+from tapelens.analysis import sim_admit as admission
 from tapelens.analysis import sim_faults as faults
 from tapelens.analysis import sim_schedulers as sched
-from tapelens.analysis.sim_inputs import Prepared, read_timer
+from tapelens.analysis.sim_inputs import Prepared, pass_timer, read_timer
 from tapelens.analysis.sim_results import build_result
 from tapelens.analysis.sim_state import (
     ARRIVE,
@@ -60,9 +70,32 @@ from tapelens.analysis.simulator import (
 from tapelens.errors import InputError
 
 JITTER_BLOCK = 65_536  # normal draws taken from the generator at a time
+# Reads left on a list from which their times are worth one vectorised call: below this, the
+# call's fixed cost (some twenty array operations) exceeds that of timing each read alone.
+PASS_MIN_READS = 48
+NO_TIMES: list[float] = []  # a short list's: each read is timed alone
+MOUNT_KIND, READ_KIND, UNMOUNT_KIND = (
+    int(EventKind.MOUNT),
+    int(EventKind.READ),
+    int(EventKind.UNMOUNT),
+)
 
 
 class Engine:
+    # Slots: an instance dict of this many names is not shared-key, and every self.name in
+    # the loop would be a dict lookup.
+    __slots__ = (
+        ("p", "library", "config", "rng", "n", "sched", "fifo", "policy", "window", "arrays")
+        + ("drives", "idle", "robots", "robot_s", "load_s", "dismount_s", "heap", "records")
+        + ("tape_drive", "pending", "pool_bytes", "count_bytes", "n_media", "demand", "queues")
+        + ("read_s", "first_s", "jitter", "pass_times", "jit", "ji", "plan_reserved", "active")
+        + ("st", "gen", "adm", "adm_next", "plan_live", "admit_s", "done_s", "failed_at")
+        + ("backlog", "repeats", "window_used", "fifo_pool", "to_read", "admit", "stalled")
+        + ("net_up", "net_until", "held_out", "staged", "cycle_list", "cycle_at", "last_s")
+        + ("mounts", "retries", "purged", "steps", "arrival", "arrival_s", "ai", "block_of")
+        + ("block_open", "arrived", "read_by_all")
+    )
+
     def __init__(
         self,
         p: Prepared,
@@ -74,26 +107,45 @@ class Engine:
         self.p, self.library, self.config, self.rng = p, library, config, rng
         n = self.n = len(p.tape)
         self.sched, self.policy, self.window = config.scheduler, config.policy, config.window
-        self.drives = [DriveState(i, readable[i]) for i in range(len(library.drives))]
+        self.fifo = self.sched == "fifo"
+        self.drives = [
+            DriveState(i, reads, [m for m, ok in enumerate(reads) if ok], idle_key=(False, 0.0, i))
+            for i, reads in enumerate(readable)
+        ]
+        # Per media index: whether every drive reads it (FIFO need not filter the idle ones).
+        self.read_by_all = [all(row[m] for row in readable) for m in range(len(p.media))]
         n_tapes = len(p.volumes)
         self.tape_drive = [-1] * n_tapes  # the drive a tape is in, or reserved for
         self.pending: list[list[int]] = [[] for _ in range(n_tapes)]  # pooled requests per tape
         self.pool_bytes = [0] * n_tapes
+        # Pooled bytes are counted only where their amount is read (by-demand). Elsewhere only
+        # whether a tape has any is asked (pooled()), and with no empty file in the run that is
+        # whether it has pooled requests at all: admissions then skip a size lookup.
+        self.count_bytes = self.policy == "by-demand" or 0 in p.size
+        # By-demand: per media index a heap of (-pool_bytes, tape), pushed whenever a tape's
+        # pooled bytes grow; an entry whose bytes are no longer the tape's is void.
+        self.n_media = len(p.media)
+        self.demand: list[list[tuple[int, int]]] = [[] for _ in range(self.n_media)]
         # Pooled requests in admission order (oldest first) per requester (0 unless sharing is
         # equal) and media index: queues[q * media + m] holds adm * n + r; entries of requests
         # that have left the pool since are dropped when met.
-        self.n_media = len(p.media)
         self.queues: list[deque[int]] = [
             deque() for _ in range(max(len(p.requesters), 1) * self.n_media)
         ]
         self.plan_reserved = [-1] * n_tapes
-        self.robots = [0.0] * library.robots
+        # (free_s, robot) as a heap: the first free robot, the lowest-numbered among equals
+        self.robots = [(0.0, i) for i in range(library.robots)]
         move = library.robot_move_s
         self.robot_s = [move if move is not None else p.media[m].robot_s for m in p.tape_media]
         self.load_s = [p.media[m].load_s for m in p.tape_media]
         self.dismount_s = [p.media[m].rewind_s + p.media[m].unload_s for m in p.tape_media]
         self.read_s = read_timer(p)
-        self.st = [FUTURE] * n
+        self.first_s = p.first_s
+        self.jitter = config.jitter
+        self.pass_times = pass_timer(p)
+        # Request states as bytes: a tenth of the memory of a list, which the scattered
+        # lookups of a large run (admissions, queue entries) feel more than the slower indexing.
+        self.st = bytearray([FUTURE]) * n
         self.gen = [0] * n  # submissions of each request (backlog entries of older ones are void)
         self.adm = [0] * n  # admission order
         self.adm_next = 0
@@ -102,6 +154,11 @@ class Engine:
         self.done_s = [math.nan] * n
         self.failed_at = [0.0] * n
         self.backlog: deque[int] = deque()
+        # Whether a request has failed, or been sent or pooled a second time. Until then a
+        # backlog or queue entry of a request still waiting where it was put is its only one
+        # (its submission and admission numbers need not be compared), and each tape's pending
+        # list holds just its pooled requests, each once (take() need not look them up).
+        self.repeats = False
         self.window_used = 0
         self.fifo_pool: deque[int] = deque()
         self.active = [0] * len(p.requesters)  # drives serving each requester
@@ -121,7 +178,12 @@ class Engine:
         self.last_s = 0.0
         # Submission order: by time, then plan order (planned) or the order of the input rows.
         tie = np.asarray(p.plan_order if p.plan_order else p.frame["_row"].to_numpy())
-        self.arrival: list[int] = np.lexsort((tie, np.asarray(p.submit_s))).tolist()
+        submit_s = np.asarray(p.submit_s, dtype=np.float64)
+        order = np.lexsort((tie, submit_s))
+        self.arrival: list[int] = order.tolist()
+        # Their times in that order, to find who has arrived by bisection; a NaN time (sorted
+        # last) never arrives.
+        self.arrival_s: list[float] = np.nan_to_num(submit_s[order], nan=math.inf).tolist()
         self.ai = 0
         # Planned runs: per request its block (one tape of one drive's plan); a block opens when
         # its drive mounts the tape, and only then are its files asked for.
@@ -131,7 +193,8 @@ class Engine:
         self.stalled = False  # unstall() is running
         if self.sched == "planned":
             self._load_plan()
-        self.admit = self._admitter()
+        self.arrays: admission.Arrays | None = None  # made by sim_admit when first needed
+        self.admit = admission.admitter(self)
 
     def _load_plan(self) -> None:
         """Per drive, its tapes in plan order, each with its files in plan order."""
@@ -175,10 +238,20 @@ class Engine:
                 t, block = drv.plan[0]
                 self.tape_drive[t] = drv.index
                 self.mount(drv, t, block, 0.0)
-        self.steps = self._loop()
+        # The loop allocates millions of short-lived tuples and no reference cycles: the cyclic
+        # garbage collector, which would walk the young ones every 700 allocations for nothing,
+        # waits until it is done (about a tenth of the loop's time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self.steps = self._loop()
+        finally:
+            if collecting:
+                gc.enable()
 
     def _loop(self) -> int:
-        """Take events off the queue until none is left; returns how many were taken.
+        """Take events off the queue until none is left; returns how many were taken, plus the
+        reads the fast path below takes without the queue.
 
         The common step, a drive finishing a read and starting the next one on its list, runs
         inline with what it touches in local variables, and goes on without the queue while
@@ -186,56 +259,70 @@ class Engine:
         """
         heap, drives, st, done_s = self.heap, self.drives, self.st, self.done_s
         pop, push = heapq.heappop, heapq.heappush
-        record, read_s = self.records.append, self.read_s
+        record, read_s, admit, backlog = self.records.append, self.read_s, self.admit, self.backlog
+        next_read, read_times = self.next_read, self.read_times
         fast = not self.config.jitter
-        read_kind = int(EventKind.READ)
+        net_up = self.net_up  # changes only through the NET_DOWN and NET_UP events below
         steps = 0
-        while heap:
+        # Not `while heap:`: its conditional back edge does not count towards CPython 3.11's
+        # warm-up, and this function, entered once per run, would run unspecialised bytecode
+        # (generic attribute and global lookups) to the end: a third slower.
+        while True:
+            if not heap:
+                break
             now, kind, arg, token = pop(heap)
             steps += 1
             if kind == READ_DONE:
                 drv = drives[arg]
                 if token != drv.token:
                     continue
+                r = drv.current
                 while True:  # this drive's reads, as long as no other event comes between
-                    r = drv.current
-                    if st[r] != READ or not self.net_up:
+                    if st[r] != READ or not net_up:
                         self.read_done(drv, now)
                         break
-                    record((read_kind, drv.started_at, now, arg, drv.tape, r))
+                    record((READ_KIND, drv.started_at, now, arg, drv.tape, r))
                     st[r] = DONE
                     done_s[r] = now
                     self.to_read -= 1
                     self.window_used -= 1
-                    if self.backlog:
-                        self.admit(now)
+                    if backlog:
+                        admit(now)
                     w, i = drv.work, drv.wi
                     if not (fast and i < len(w) and st[w[i]] == ASSIGNED):
                         drv.current = -1
-                        self.next_read(drv, now)
+                        next_read(drv, now)
                         break
                     nxt = w[i]
                     drv.wi = i + 1
                     st[nxt] = READ
                     drv.head = drv.current = nxt
                     drv.started_at = now
-                    end = now + read_s(r, nxt)
+                    # r is w[i - 1]: the read before on this list (next_read keeps it so).
+                    if drv.timed is w:  # times of this very list (another's may match in length)
+                        times = drv.times
+                    elif len(w) - i >= PASS_MIN_READS:
+                        times = read_times(drv, w, i)
+                    else:
+                        times = NO_TIMES
+                    end = now + (times[i] if len(times) == len(w) else read_s(r, nxt))
                     if heap and heap[0][0] <= end:
                         push(heap, (end, READ_DONE, arg, token))
                         break
                     now = end  # the next event anywhere: take it at once
+                    r = nxt
                     steps += 1
-            elif kind == ARRIVE:
-                self.arrive(now)
             elif kind == MOUNTED:
                 drv = drives[arg]
                 if token == drv.token:
-                    self.record(EventKind.MOUNT, arg, drv.tape, -1, drv.started_at, now)
-                    self.next_read(drv, now)
+                    record((MOUNT_KIND, drv.started_at, now, arg, drv.tape, -1))
+                    next_read(drv, now)
             elif kind == UNLOADED:
                 drv = drives[arg]
                 if token == drv.token:
                     self.unloaded(drv, now)
+            elif kind == ARRIVE:
+                self.arrive(now)
             elif kind == RESUBMIT:
                 faults.resubmit(self, [arg], now)
             elif kind == CYCLE:
@@ -246,31 +333,36 @@ class Engine:
                 faults.drive_up(self, drives[arg], now)
             elif kind == NET_DOWN:
                 faults.net_down(self, self.config.faults[arg], now)
+                net_up = self.net_up
             elif kind == NET_UP:
                 faults.net_up(self, now)
+                net_up = self.net_up
         return steps
+
+    def read_times(self, drv: DriveState, w: list[int], i: int) -> list[float]:
+        """The times of the reads on a long list w from its i-th on, in one call, once per
+        list (the loop times the reads of a short one one by one). A list that grows
+        afterwards (requests inserted ahead of the head) no longer matches its times in
+        length, and is timed read by read from then on."""
+        drv.timed = w
+        drv.times = self.pass_times(w, i)
+        return drv.times
 
     # ---- requests -----------------------------------------------------------------------
 
     def arrive(self, now: float) -> None:
-        order, submit, st, i = self.arrival, self.p.submit_s, self.st, self.ai
-        gen, n, backlog = self.gen, self.n, self.backlog
-        planned = self.sched == "planned"
-        while i < len(order) and submit[order[i]] <= now:
-            r = order[i]
-            i += 1
-            if planned:
+        """Every request submitted by now is sent; the next submission is queued."""
+        order, i = self.arrival, self.ai
+        j = bisect_right(self.arrival_s, now, i)
+        batch = order[i:j]
+        self.ai = j
+        if j < len(order):
+            self.push(self.p.submit_s[order[j]], ARRIVE, 0)
+        if self.sched == "planned" or not self.net_up:
+            for r in batch:
                 self.submit(r)
-            elif self.net_up:  # as submit() does
-                st[r] = BACKLOG
-                gen[r] += 1
-                backlog.append(gen[r] * n + r)
-            else:  # the client cannot reach the library yet
-                st[r] = HELD
-                self.held_out.append(r)
-        self.ai = i
-        if i < len(order):
-            self.push(submit[order[i]], ARRIVE, 0)
+        else:
+            admission.send(self, batch, now)
         self.admit(now)
 
     def submit(self, r: int) -> None:
@@ -297,54 +389,9 @@ class Engine:
     def to_backlog(self, r: int) -> None:
         self.st[r] = BACKLOG
         self.gen[r] += 1
+        if self.gen[r] > 1:
+            self.repeats = True
         self.backlog.append(self.gen[r] * self.n + r)
-
-    def _admitter(self) -> Callable[[float], None]:
-        """admit(now): move requests from the backlog into the scheduler's view while the
-        window has room. A closure over the engine's lists: it runs after most reads."""
-        backlog, st, gen, n, window = self.backlog, self.st, self.gen, self.n, self.window
-        adm, admit_s, plan_live = self.adm, self.admit_s, self.plan_live
-        p, tape_drive, pending, pool_bytes = self.p, self.tape_drive, self.pending, self.pool_bytes
-        tape, size, media, requester = p.tape, p.size, p.tape_media, p.requester
-        fifo_pool, idle, route = self.fifo_pool, self.idle, self.route
-        fifo = self.sched == "fifo"
-        queues = self.queues if self.policy != "by-demand" else None
-        per_requester = self.n_media if self.policy == "equal" else 0
-
-        def admit(now: float) -> None:
-            room = len(backlog) if window is None else window - self.window_used
-            a = self.adm_next
-            while backlog and room > 0:
-                e = backlog.popleft()
-                r = e % n
-                if st[r] != BACKLOG or gen[r] != e // n:
-                    continue  # cancelled, or sent again since
-                room -= 1
-                self.window_used += 1
-                adm[r] = a
-                a += 1
-                if admit_s[r] != admit_s[r]:
-                    admit_s[r] = now
-                t = tape[r]
-                if fifo and not plan_live[r]:
-                    st[r] = POOL
-                    fifo_pool.append(r)
-                elif plan_live[r] or tape_drive[t] >= 0:
-                    self.adm_next = a
-                    route(r, now)
-                else:  # to the pool, as to_pool() does
-                    st[r] = POOL
-                    pending[t].append(r)
-                    pool_bytes[t] += size[r]
-                    if queues is not None:
-                        queues[requester[r] * per_requester + media[t]].append(adm[r] * n + r)
-            self.adm_next = a
-            if fifo:
-                sched.fifo_dispatch(self, now)
-            elif idle:
-                sched.wake_idle(self, now)
-
-        return admit
 
     def route(self, r: int, now: float) -> None:
         """An admitted request whose tape a drive holds or plans: to that drive, else to the
@@ -367,7 +414,8 @@ class Engine:
             insort(drv.next_work, r)
         elif drv.phase == IDLE:
             drv.work, drv.wi = [r], 0
-            self.own(drv, self.p.requester[r])
+            if self.policy == "equal":
+                self.own(drv, self.p.requester[r])
             self.next_read(drv, now)
         elif drv.phase in (MOUNTING, DOWN) or r > drv.head:
             insort(drv.work, r, drv.wi)  # ahead of the head: read in this pass
@@ -379,15 +427,34 @@ class Engine:
         t = p.tape[r]
         self.st[r] = POOL
         self.pending[t].append(r)
-        self.pool_bytes[t] += p.size[r]
+        if self.count_bytes:
+            self.pool_bytes[t] += p.size[r]
         if self.policy != "by-demand":
             q = p.requester[r] if self.policy == "equal" else 0
             self.queues[q * self.n_media + p.tape_media[t]].append(self.adm[r] * self.n + r)
+        elif self.pool_bytes[t] > 0:
+            heapq.heappush(self.demand[p.tape_media[t]], (-self.pool_bytes[t], t))
+
+    def pooled(self, t: int) -> bool:
+        """Whether tape t has pooled bytes."""
+        return self.pool_bytes[t] > 0 if self.count_bytes else bool(self.pending[t])
 
     def take(self, t: int) -> list[int]:
         """Every pooled request of tape t, in position order, now assigned."""
         st = self.st
-        reqs = sorted({r for r in self.pending[t] if st[r] == POOL})
+        pending = self.pending[t]
+        if not self.repeats:  # all pooled, each once (see repeats)
+            pending.sort()
+            reqs = pending
+        elif len(pending) == 1:  # the common cases: no set, no sort
+            reqs = pending if st[pending[0]] == POOL else []
+        elif len(pending) == 2:
+            a, b = sorted(pending)
+            reqs = [a] if st[a] == POOL else []
+            if b != a and st[b] == POOL:
+                reqs.append(b)
+        else:  # a request back in the pool may be listed twice
+            reqs = sched.sorted_in(pending, st, POOL)
         for r in reqs:
             st[r] = ASSIGNED
         self.pending[t] = []
@@ -404,69 +471,65 @@ class Engine:
         if drv.phase != IDLE:
             drv.phase = IDLE
             drv.idle_since = now
+            drv.idle_key = (drv.tape >= 0, now, drv.index)
             self.idle.append(drv.index)
 
     def own(self, drv: DriveState, requester: int) -> None:
+        """The drive serves `requester` (-1: nobody). Counted for equal sharing only, the one
+        policy that reads it: the others leave every drive's owner at -1."""
         if drv.owner >= 0:
             self.active[drv.owner] -= 1
         drv.owner = requester
         if requester >= 0:
             self.active[requester] += 1
 
+    def robot(self, t: int, now: float) -> float:
+        """The first free robot moves tape t; returns when it is done."""
+        free_s, i = self.robots[0]
+        done_s = (now if now > free_s else free_s) + self.robot_s[t]
+        heapq.heapreplace(self.robots, (done_s, i))
+        return done_s
+
     def mount(self, drv: DriveState, t: int, reqs: list[int], now: float) -> None:
         """The first free robot fetches the tape, the drive loads it."""
-        self.leave_idle(drv)
+        if drv.phase == IDLE:
+            self.idle.remove(drv.index)
         drv.tape, drv.head, drv.work, drv.wi, drv.later = t, -1, reqs, 0, []
-        robots = self.robots
-        i = robots.index(min(robots))
-        robots[i] = max(now, robots[i]) + self.robot_s[t]
+        loaded_s = self.robot(t, now) + self.load_s[t]
         drv.phase, drv.started_at = MOUNTING, now
         self.mounts += 1
-        self.push(robots[i] + self.load_s[t], MOUNTED, drv.index, drv.token)
+        heapq.heappush(self.heap, (loaded_s, MOUNTED, drv.index, drv.token))
         if drv.planned and drv.plan[drv.plan_i][0] == t:
             self.open_block(reqs, now)
 
     def unmount(self, drv: DriveState, now: float) -> None:
-        self.leave_idle(drv)
-        self.own(drv, -1)
+        if drv.phase == IDLE:
+            self.idle.remove(drv.index)
+        if drv.owner >= 0:
+            self.own(drv, -1)
         drv.phase, drv.started_at = UNMOUNTING, now
-        self.push(now + self.dismount_s[drv.tape], UNLOADED, drv.index, drv.token)
+        heapq.heappush(self.heap, (now + self.dismount_s[drv.tape], UNLOADED, drv.index, drv.token))
 
     def unloaded(self, drv: DriveState, now: float) -> None:
         """Unloaded: the drive is free, a robot takes the tape back to its cell."""
         t = drv.tape
-        self.record(EventKind.UNMOUNT, drv.index, t, -1, drv.started_at, now)
-        self.last_s = max(self.last_s, now)
+        self.records.append((UNMOUNT_KIND, drv.started_at, now, drv.index, t, -1))
+        if now > self.last_s:
+            self.last_s = now
         self.tape_drive[t] = -1
         drv.tape, drv.head = -1, -1
-        robots = self.robots
-        i = robots.index(min(robots))
-        robots[i] = max(now, robots[i]) + self.robot_s[t]
-        self.go_idle(drv, now)
-        if drv.next_tape >= 0:
+        self.robot(t, now)
+        if drv.next_tape >= 0:  # straight on: not idle in between (nothing would see it)
             t2, reqs = drv.next_tape, drv.next_work
             drv.next_tape, drv.next_work = -1, []
             self.mount(drv, t2, reqs, now)
         else:
+            self.go_idle(drv, now)
             self.work_done(drv, now)
-        if self.sched == "fifo":
+        if self.fifo:
             sched.fifo_dispatch(self, now)
-        elif self.idle and self.pool_bytes[t]:
+        elif self.idle and self.pooled(t):
             sched.wake_idle(self, now)
-
-    def start_read(self, drv: DriveState, r: int, now: float) -> None:
-        dur = self.read_s(drv.head, r)
-        if self.config.jitter:
-            if self.ji >= len(self.jit):
-                self.jit = self.rng.standard_normal(JITTER_BLOCK).tolist()
-                self.ji = 0
-            dur *= max(0.05, 1.0 + self.config.jitter * self.jit[self.ji])
-            self.ji += 1
-        self.leave_idle(drv)
-        self.st[r] = READ
-        drv.head = drv.current = r
-        drv.phase, drv.started_at = READING, now
-        self.push(now + dur, READ_DONE, drv.index, drv.token)
 
     def read_done(self, drv: DriveState, now: float) -> None:
         """A read ends (the loop handles the common case itself)."""
@@ -489,15 +552,32 @@ class Engine:
                 self.admit(now)
         self.next_read(drv, now)
 
+    def jitter_factor(self) -> float:
+        """A read's time relative to the model's: normal around 1, at least 0.05."""
+        if self.ji >= len(self.jit):
+            self.jit = self.rng.standard_normal(JITTER_BLOCK).tolist()
+            self.ji = 0
+        self.ji += 1
+        return max(0.05, 1.0 + self.jitter * self.jit[self.ji - 1])
+
     def next_read(self, drv: DriveState, now: float) -> None:
         """Start the drive's next read, or decide what it does once its list is read."""
         st, w, i = self.st, drv.work, drv.wi
         while i < len(w):
             r = w[i]
             s = st[r]
-            if s == ASSIGNED:
+            if s == ASSIGNED:  # start reading it
                 drv.wi = i + 1
-                self.start_read(drv, r, now)
+                h = drv.head
+                dur = self.first_s[r] if h < 0 else self.read_s(h, r)  # as read_s(-1, r) is
+                if self.jitter:
+                    dur *= self.jitter_factor()
+                if drv.phase == IDLE:
+                    self.idle.remove(drv.index)
+                st[r] = READ
+                drv.head = drv.current = r
+                drv.phase, drv.started_at = READING, now
+                heapq.heappush(self.heap, (now + dur, READ_DONE, drv.index, drv.token))
                 return
             if drv.planned and self.plan_live[r]:
                 if s == BACKLOG:  # asked for, not visible yet (the window is full): wait
@@ -510,7 +590,11 @@ class Engine:
                     self.plan_live[r] = False
             i += 1
         drv.wi = i
-        self.go_idle(drv, now)
+        if drv.phase != IDLE:  # as go_idle()
+            drv.phase = IDLE
+            drv.idle_since = now
+            drv.idle_key = (drv.tape >= 0, now, drv.index)
+            self.idle.append(drv.index)
         self.work_done(drv, now)
 
     def work_done(self, drv: DriveState, now: float) -> None:
@@ -526,7 +610,7 @@ class Engine:
                 self.unmount(drv, now)
                 return
             drv.planned = False
-        if self.sched == "fifo":
+        if self.fifo:
             self.own(drv, -1)
             sched.fifo_dispatch(self, now)
         else:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 def fail(e: Engine, r: int, now: float) -> None:
     """Request r is back with its client (its read was lost, or its client gave up on it)."""
+    e.repeats = True  # a request left the backlog or the pool other than by being taken
     e.st[r] = HELD
     e.plan_live[r] = False
     e.failed_at[r] = now

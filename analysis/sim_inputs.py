@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tapelens.analysis.media import BY_NAME
@@ -116,12 +118,12 @@ def prepare(
         volumes=volumes,
         requesters=requesters,
         tape=tape,
-        position=position,
+        position=shared(position),
         offset=offset,
-        size=size,
+        size=shared(size),
         start_bytes=start_bytes,
-        first_s=first_s,
-        body_s=body_s,
+        first_s=shared(first_s),
+        body_s=shared(body_s),
         stream_s=stream_s,
         submit_s=frame["submit_s"].to_list(),
         requester=[req_of[r] for r in frame["requester"].to_list()],
@@ -138,6 +140,15 @@ def prepare(
         order = frame["order"] if "order" in frame.columns else pl.Series(range(frame.height))
         prepared.plan_order = order.cast(pl.Float64).to_list()
     return prepared
+
+
+def shared(values: list[Any]) -> list[Any]:
+    """The values, one object per distinct value. Positions, sizes and the read times they
+    give repeat from tape to tape, and a large run looks them up all over its lists (every
+    mount's first read, every locate): fewer objects stay in cache. Each value is replaced by
+    an equal one (none of these is -0.0)."""
+    seen: dict[Any, Any] = {}
+    return list(map(seen.setdefault, values, values))
 
 
 def read_timer(p: Prepared) -> Callable[[int, int], float]:
@@ -188,6 +199,73 @@ def read_timer(p: Prepared) -> Callable[[int, int], float]:
         return (locate if locate < t_lmax[t] else t_lmax[t]) + body_s[r]
 
     return read_s
+
+
+def pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
+    """times(w, i): read_s(w[k - 1], w[k]) for every k >= i of a drive's list w (entries before i
+    are 0.0), for i >= 1, in one vectorised pass. A long list read in one pass costs one call
+    instead of one per read. Every branch of read_s is computed with the same operations in the
+    same order, then the one that applies is picked, so each value is the same float."""
+    tape_media = np.asarray(p.tape_media, dtype=np.int64)
+    media = [p.media[m] for m in range(len(p.media))]
+
+    def per_tape(values: list[float]) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)[tape_media]
+
+    t_rate = per_tape([m.rate_mb_s * MB for m in media])
+    t_gap = per_tape([m.read_through_max_gap for m in media])
+    t_lbase = per_tape([m.locate_base_s for m in media])
+    t_lslope = per_tape([m.locate_slope_s for m in media])
+    t_lmax = per_tape([m.locate_max_s for m in media])
+    t_cap = per_tape([float(m.capacity_bytes) for m in media])
+    avg_object = np.asarray(p.avg_object, dtype=np.float64)
+    tape = np.asarray(p.tape, dtype=np.int64)
+    position = np.asarray(p.position, dtype=np.int64)
+    offset = np.asarray(p.offset, dtype=np.int64)
+    size = np.asarray(p.size, dtype=np.int64)
+    start_bytes = np.asarray(p.start_bytes, dtype=np.float64)
+    body_s = np.asarray(p.body_s, dtype=np.float64)
+    stream_s = np.asarray(p.stream_s, dtype=np.float64)
+
+    def times(w: list[int], i: int) -> list[float]:
+        ids = np.fromiter(w[i - 1 :], dtype=np.int64)
+        h, r = ids[:-1], ids[1:]
+        on_tape = tape[ids]
+        # A drive's list is one tape's: its parameters are then scalars, not gathered per read.
+        t: int | np.ndarray = int(on_tape[0]) if (on_tape == on_tape[0]).all() else on_tape[1:]
+        at = position[ids]
+        gap = at[1:] - at[:-1]
+        size_h = size[h]
+        starts = start_bytes[ids]
+        known = ~np.isnan(starts)
+        known = known[1:] & known[:-1]
+        byte_skip = starts[1:] - starts[:-1] - size_h
+        offsets = offset[ids]
+        o_r, o_h = offsets[1:], offsets[:-1]
+        members = (o_r >= 0) & (o_h >= 0)
+        rate, avg, body = t_rate[t], avg_object[t], body_s[r]
+        # Same object (gap 0): stream on from the member read last, or locate back.
+        back = members & (o_r < o_h)
+        skip = np.where(known, byte_skip, np.where(members, o_r - o_h - size_h, 0).astype(float))
+        same_object = np.where(skip > 0.0, skip, 0.0) / rate + stream_s[r]
+        # A short gap forward: read through the objects in between.
+        skip = np.where(known, byte_skip, (gap - 1) * avg)
+        through = np.where(skip > 0.0, skip, 0.0) / rate + body
+        # Otherwise a locate over the distance.
+        estimated = np.where(gap > 0, gap - 1, -gap - 1) * avg
+        dist = np.where(known, np.abs(byte_skip), estimated)
+        dist = np.where(gap == 0, (o_h + size_h - o_r).astype(float), dist)
+        share = dist / t_cap[t]
+        locate = t_lbase[t] + t_lslope[t] * np.where(share < 1.0, share, 1.0)
+        located = np.where(locate < t_lmax[t], locate, t_lmax[t]) + body
+        short = (gap >= 1) & (gap <= t_gap[t])
+        out = np.where(gap == 0, np.where(back, located, same_object), located)
+        out = np.where(short, through, out)
+        result: list[float] = [0.0] * i
+        result += out.tolist()
+        return result
+
+    return times
 
 
 def can_read(library: Library, media: list[ModelParams]) -> list[list[bool]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 # Queue event kinds.
 ARRIVE, MOUNTED, READ_DONE, UNLOADED, DOWN_AT, UP_AT, NET_DOWN, NET_UP, RESUBMIT, CYCLE = range(10)
@@ -19,6 +20,7 @@ class DriveState:
 
     index: int
     reads: list[bool]  # per media index
+    media: list[int]  # the media indices it reads
     phase: int = IDLE
     tape: int = -1  # in the drive (loading, mounted, unloading, or stuck in a failed drive)
     head: int = -1  # last request read on this mount; -1: at the load point
@@ -26,12 +28,17 @@ class DriveState:
     work: list[int] = field(default_factory=list)  # this pass, in read order
     wi: int = 0  # next index into work
     later: list[int] = field(default_factory=list)  # sorted: requests behind the head
+    timed: list[int] | None = None  # the list whose read times are in times (Engine.read_times)
+    times: list[float] = field(default_factory=list)
     next_tape: int = -1  # to mount once the tape in it is unloaded
     next_work: list[int] = field(default_factory=list)
     owner: int = -1  # requester whose request chose the tape (fair sharing)
     token: int = 0
     started_at: float = 0.0  # start of the activity in progress
     idle_since: float = 0.0
+    # Which idle drive acts first: an empty one, then the longest idle, then the lowest index.
+    # Set when the drive goes idle; its tape does not change while it is.
+    idle_key: tuple[bool, float, int] = (False, 0.0, 0)
     down_phase: int = IDLE
     down_until: float = 0.0
     plan: list[tuple[int, list[int]]] = field(default_factory=list)
@@ -42,3 +49,6 @@ class DriveState:
     def unloading(self) -> bool:
         """Its tape is on its way out (a fault in the middle of it does not change that)."""
         return self.phase == UNMOUNTING or (self.phase == DOWN and self.down_phase == UNMOUNTING)
+
+
+IDLE_ORDER = attrgetter("idle_key")
