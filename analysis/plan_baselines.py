@@ -50,16 +50,16 @@ class BaselineResult:
         }
 
 
-def newest_copies(copies: pl.DataFrame) -> pl.DataFrame:
+def newest_copies(copies: pl.DataFrame, key: str | list[str] = "fid") -> pl.DataFrame:
     """The copy a tape client recalls: the newest of each file (the highest copy number among
-    copies written at the same time)."""
-    several = pl.col("fid").is_duplicated()
+    copies written at the same time). `key` names the file."""
+    several = pl.struct(key).is_duplicated()
     multi = copies.filter(several)
     if multi.height == 0:
         return copies
     newest = multi.sort(
         ["written_at", "copy_no"], descending=True, nulls_last=True, maintain_order=True
-    ).unique("fid", keep="first", maintain_order=True)
+    ).unique(key, keep="first", maintain_order=True)
     return pl.concat([copies.filter(~several), newest])
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from tapelens.analysis import plan_baselines as baselines
 from tapelens.analysis.dataset_recall import choose_copies, ideal_placement
 from tapelens.analysis.throughput import ModelParams
 
@@ -84,9 +85,7 @@ def _renamed(frame: pl.DataFrame, cand: str) -> pl.DataFrame:
 
 def newest_copies(files: pl.DataFrame) -> pl.DataFrame:
     """One copy per (dataset, file_id): the newest, what tape clients recall (DOMAIN.md)."""
-    return files.sort(
-        ["written_at", "copy_no", "volume"], descending=[True, True, False], nulls_last=True
-    ).unique(["dataset", "file_id"], keep="first", maintain_order=True)
+    return baselines.newest_copies(files, key=["dataset", "file_id"])
 
 
 def collocated(cand: str, files: pl.DataFrame, params: Mapping[str, ModelParams]) -> Scenario:
