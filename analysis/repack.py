@@ -4,9 +4,9 @@ Four kinds of candidate, each with its evidence (see analysis/repack_scenarios.p
 repack does to the placement):
 - scattered-dataset: a dataset on far more tapes than its bytes need, with high gaps or many
   locates; rewritten collocated in position order onto the fewest tapes.
-- stray-copies: a tape holding duplicate copies away from their datasets' main tapes; the
-  copies are retired (tapelens plan dedup says which), the rest of the tape repacked, the
-  cartridge freed.
+- stray-copies: a tape holding duplicate copies away from their datasets' tapes; those
+  copies are retired (tapelens plan dedup says which), the rest of the tape stays (a tape of
+  nothing but stray copies is freed).
 - low-occupancy: a filled tape holding little live data; its live data rewritten compactly and
   the cartridge freed.
 - small-files: a dataset of mostly small files outside aggregates; rewritten collocated with

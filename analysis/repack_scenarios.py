@@ -174,36 +174,31 @@ def tape_emptied(cand: str, volume: str, files: pl.DataFrame) -> Scenario:
     )
 
 
-def strays_retired(
-    cand: str, volume: str, files: pl.DataFrame, plan: pl.DataFrame, *, repack_tape: bool
-) -> Scenario:
+def strays_retired(cand: str, volume: str, files: pl.DataFrame, plan: pl.DataFrame) -> Scenario:
     """A tape holding stray duplicate copies: those copies retired once the kept copies'
-    checksums are verified; with `repack_tape` (little live data would be left) the rest of
-    the tape is moved and the cartridge freed, else the rest stays where it is.
+    checksums are verified; nothing moves.
+
+    Only the stray copies (off their datasets' tapes, dedup's `stray`) are retired: a
+    duplicate that sits with its dataset costs a recall little, and retiring it can send the
+    recall to an older copy no better placed (plan dedup lists those too). The rest of the
+    tape stays; freeing the cartridge is the low-occupancy kind's business.
 
     `files`: every live copy of the datasets with a copy on the tape; `plan`: dedup's
-    classification of them (file_id, volume, position, action). Recalls are timed as tape
-    clients run them, on each file's newest copy, before and after.
+    classification of them (file_id, volume, position, action, stray). Recalls are timed as
+    tape clients run them, on each file's newest copy, before and after.
     """
-    retire = plan.filter((pl.col("action") == "retire") & (pl.col("volume") == volume))
+    retire = plan.filter(
+        (pl.col("action") == "retire") & (pl.col("volume") == volume) & pl.col("stray")
+    )
     retired_files = retire.select("file_id").unique()
     kept = plan.filter(pl.col("action") == "keep").join(retired_files, on="file_id", how="semi")
     keys = ["file_id", "volume", "position"]
-    remaining = files.join(retire.select(keys), on=keys, how="anti")
+    after_files = files.join(retire.select(keys), on=keys, how="anti")
     verify = files.join(kept.select(keys), on=keys, how="semi")
-    staying = remaining.filter(pl.col("volume") == volume)
-    if repack_tape:
-        moved = compacted(staying, f"{cand}/new")
-        after_files = pl.concat(
-            [remaining.filter(pl.col("volume") != volume), moved], how="diagonal"
-        )
-        read = pl.concat([staying, verify], how="vertical_relaxed")
-    else:
-        moved, after_files, read = staying.clear(), remaining, verify
     affected = retire.select("dataset").unique()
     return Scenario(
         _tag(newest_copies(files.join(affected, on="dataset", how="semi")), cand),
         _tag(newest_copies(after_files.join(affected, on="dataset", how="semi")), cand),
-        _tag(read, cand),
-        _tag(moved, cand),
+        _tag(verify, cand),
+        _tag(verify.clear(), cand),
     )

@@ -223,8 +223,8 @@ def _screen_stray(
     query = sql.SQL(
         """select volume, files, live_bytes, duplicate_copies, capacity_bytes
            from {}.fct_tape_occupancy
-           where duplicate_copies > 0 and state <> 'repacked'
-           order by duplicate_copies desc, duplicate_bytes desc, volume
+           where stray_copies > 0 and state <> 'repacked'
+           order by stray_copies desc, duplicate_copies desc, volume
            limit {}"""
     ).format(sql.Identifier(MARTS), sql.Literal(options.screened))
     found = _frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
@@ -233,18 +233,14 @@ def _screen_stray(
     volumes = found["target"].to_list()
     copies = read_live_copies(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
     plan = dedup.classify_copies(copies)
-    stray = plan.filter((pl.col("action") == "retire") & pl.col("volume").is_in(volumes))
-    per_volume = stray.group_by("volume").agg(
+    retired = plan.filter((pl.col("action") == "retire") & pl.col("volume").is_in(volumes))
+    per_volume = retired.group_by("volume").agg(
         pl.len().alias("retire"),
-        pl.col("size_bytes").sum().alias("retire_bytes"),
         pl.col("stray").sum().alias("stray"),
-        pl.col("dataset").n_unique().alias("stray_datasets"),
+        pl.col("dataset").filter(pl.col("stray")).n_unique().alias("stray_datasets"),
     )
-    # The tape is repacked (and freed) only when retiring leaves little live data on it;
-    # otherwise the retired copies' space waits for a later repack.
-    left = (pl.col("bytes") - pl.col("retire_bytes")) / pl.col("capacity_bytes")
-    found = found.join(per_volume, left_on="target", right_on="volume", how="inner").with_columns(
-        (left < options.max_occupancy).fill_null(False).alias("repack_tape")
+    found = found.join(per_volume, left_on="target", right_on="volume", how="inner").filter(
+        pl.col("stray") > 0
     )
     built = [
         scenarios.strays_retired(
@@ -256,30 +252,29 @@ def _screen_stray(
                 how="semi",
             ),
             plan,
-            repack_tape=repack_tape,
         )
-        for volume, repack_tape in found.select("target", "repack_tape").iter_rows()
+        for volume in found["target"].to_list()
     ]
+    # A tape holding nothing but stray copies is emptied by retiring them: freed, no move.
+    emptied = pl.col("stray") >= pl.col("files")
     candidates = found.select(
         pl.format("stray-copies:{}", pl.col("target")).alias("cand"),
         pl.lit("stray-copies").alias("kind"),
         "target",
         pl.format(
-            "{} of {} copies are duplicates to retire ({} off their datasets' main tapes), "
-            "from {} datasets; {}",
-            pl.col("retire"),
-            pl.col("files"),
+            "{} stray copies off their datasets' tapes, from {} datasets, to retire; "
+            "{} of {} copies on the tape are duplicates",
             pl.col("stray"),
             pl.col("stray_datasets"),
-            pl.when(pl.col("repack_tape"))
-            .then(pl.lit("the rest of the tape moved, the cartridge freed"))
-            .otherwise(pl.lit("the rest of the tape stays")),
+            pl.col("retire"),
+            pl.col("files"),
         ).alias("evidence"),
         "files",
         "bytes",
-        pl.col("repack_tape").cast(pl.Float64).alias("tapes_freed"),
-        pl.when(pl.col("repack_tape"))
-        .then(pl.col("capacity_bytes") - pl.col("bytes") + pl.col("retire_bytes"))
+        emptied.cast(pl.Float64).alias("tapes_freed"),
+        # Otherwise the retired copies leave dead space, reclaimed when the tape is repacked.
+        pl.when(emptied)
+        .then(pl.col("capacity_bytes"))
         .otherwise(pl.lit(0))
         .alias("capacity_reclaimed_bytes"),
         pl.concat_list(pl.col("target")).alias("volumes"),

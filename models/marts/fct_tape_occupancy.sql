@@ -51,6 +51,11 @@ per_volume_copies as (
         sum(dataset_volumes.copies - dataset_volumes.first_copies)::bigint as duplicate_copies,
         sum(dataset_volumes.copy_bytes - dataset_volumes.first_bytes)::bigint
             as duplicate_bytes,
+        -- Stray copies: those of datasets the volume holds no first copy of (retries that
+        -- landed away from their dataset's tapes).
+        coalesce(sum(dataset_volumes.copies) filter (
+            where dataset_volumes.first_copies = 0
+        ), 0)::bigint as stray_copies,
         sum(dataset_volumes.small_copies)::bigint as small_files,
         avg(datasets.mean_gap) as datasets_mean_gap
     from dataset_volumes
@@ -71,6 +76,7 @@ final as (
         coalesce(per_volume.live_bytes, 0) as live_bytes,
         coalesce(per_volume_copies.duplicate_bytes, 0) as duplicate_bytes,
         coalesce(per_volume_copies.duplicate_copies, 0) as duplicate_copies,
+        coalesce(per_volume_copies.stray_copies, 0) as stray_copies,
         coalesce(per_volume.live_bytes, 0)::double precision
         / nullif(coalesce(tapes.capacity_bytes, media_types.capacity_bytes), 0) as occupancy,
         coalesce(per_volume.n_datasets, 0) as n_datasets,

@@ -52,6 +52,20 @@ class _Progress:
     show_default=True,
     help="Front-end acknowledgement outages: files waiting or arriving then are written twice.",
 )
+@click.option(
+    "--ack-outage-hours",
+    type=click.FloatRange(min=0, min_open=True),
+    default=24.0,
+    show_default=True,
+    help="How long each acknowledgement outage lasts.",
+)
+@click.option(
+    "--ack-outage-loss",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Share of the waiting writes whose acknowledgement an outage loses (1: all of them).",
+)
 def generate_cmd(
     out_dir: Path,
     files: int,
@@ -63,6 +77,8 @@ def generate_cmd(
     no_history: bool,
     scattered_datasets: int,
     ack_outages: int,
+    ack_outage_hours: float,
+    ack_outage_loss: float,
 ) -> None:
     """Generate a synthetic site in OUT_DIR: native catalogs and logs of the profile's
     mass-storage system, a tape inventory, the generic canonical CSV, ground truth (truth/)
@@ -85,6 +101,8 @@ def generate_cmd(
         history=not no_history,
         scattered_datasets=scattered_datasets,
         ack_outages=ack_outages,
+        ack_outage_hours=ack_outage_hours,
+        ack_outage_loss=ack_outage_loss,
         **dates,
     )
     click.echo(f"generating {files:,} files ({profile}, seed {seed}) in {out_dir}", err=True)

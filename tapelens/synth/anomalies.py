@@ -9,8 +9,9 @@ that its findings can be scored against the truth:
   tapes with large gaps and locates.
 - An acknowledgement outage takes the site's front end down for `ack_outage_hours`. It loses
   the requests it was waiting on: the files in the disk cache not yet migrated when it went
-  down, and those that arrived while it was down. Once it is back, the transfer service submits
-  every one of them again, each after its own back-off, so the next migrations write a burst
+  down, and those that arrived while it was down (a flaky front end, rather than a dead one,
+  loses only a share `ack_outage_loss` of them). Once it is back, the transfer service submits
+  every lost file again, each after its own back-off, so the next migrations write a burst
   of stray copies, one by one among the new files, on the tapes every pool is filling.
 
 Each anomaly draws from its own random stream (generate.py numbers them), and draws nothing
@@ -160,6 +161,9 @@ def outage_retries(
     for begin in np.sort(begins):
         end = begin + p.ack_outage_hours * HOUR_S
         lost = (arrived_s <= end) & (migrated_s >= begin) & ~hit
+        if p.ack_outage_loss < 1.0:
+            # A flaky front end loses only a share of the acknowledgements.
+            lost[np.flatnonzero(lost)[rng.random(int(lost.sum())) >= p.ack_outage_loss]] = False
         # A file lost by two outages is submitted again once, after the first.
         back[lost] = end
         hit |= lost

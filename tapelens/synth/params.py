@@ -135,6 +135,7 @@ class SiteParams:
     scattered_min_files: int = 100  # chosen among datasets with at least this many files
     ack_outages: int = 0  # front-end outages that lose the acknowledgements of pending writes
     ack_outage_hours: float = 24.0  # how long each outage lasts
+    ack_outage_loss: float = 1.0  # share of the pending writes whose acknowledgement is lost
 
     # Operations history (tapelens.synth.operations); `operations` is its params object
     history: bool = True
@@ -262,5 +263,7 @@ def _validate(p: SiteParams) -> None:
     for name in ("scattered_spread_days", "ack_outage_hours"):
         if not getattr(p, name) > 0:
             raise bad(name, "must be positive")
+    if not 0 < p.ack_outage_loss <= 1:
+        raise bad("ack_outage_loss", "must be in (0, 1]")
     if p.chunk_rows < 1_000:
         raise bad("chunk_rows", "must be at least 1000")

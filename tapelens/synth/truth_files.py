@@ -72,8 +72,8 @@ SCATTERED = """- {n} scattered datasets (`scattered` in datasets.parquet), drawn
 """
 
 OUTAGES = """- {n} acknowledgement outages of {hours:g} hours of the site's front end, at uniform
-  times while migrations wrote FIFO (before the cutover): every file waiting in the disk cache
-  when one began, or arriving while it lasted, got one retry (`outage` in copies.parquet;
+  times while migrations wrote FIFO (before the cutover): {share} the files waiting in the disk
+  cache when one began, or arriving while it lasted, got one retry (`outage` in copies.parquet;
   is_duplicate too), submitted again after the front end was back, each after its own
   back-off, and written one by one among new files by a later migration than its first copy:
   bursts of stray copies on the tapes being filled (outage_copies in tapes.parquet).
@@ -286,5 +286,6 @@ def _anomalies_text(p: SiteParams) -> str:
             spread_days=p.scattered_spread_days,
         )
     if p.ack_outages:
-        outages = OUTAGES.format(n=p.ack_outages, hours=p.ack_outage_hours)
+        share = "every one of" if p.ack_outage_loss >= 1 else f"a share {p.ack_outage_loss:g} of"
+        outages = OUTAGES.format(n=p.ack_outages, hours=p.ack_outage_hours, share=share)
     return ANOMALIES.format(scattered=scattered, outages=outages)

@@ -141,13 +141,38 @@ def test_stray_copies_retired_spare_the_tape_clients_extra_mounts() -> None:
         .then(pl.lit("retire"))
         .otherwise(pl.lit("keep"))
         .alias("action")
-    ).filter(pl.col("file_id").is_in(retries["file_id"].to_list()))
-    scenario = scenarios.strays_retired("stray-copies:S", "S", files, plan, repack_tape=True)
+    ).with_columns((pl.col("volume") == "S").alias("stray"))
+    plan = plan.filter(pl.col("file_id").is_in(retries["file_id"].to_list()))
+    scenario = scenarios.strays_retired("stray-copies:S", "S", files, plan)
     row = weigh_one(scenario, "stray-copies:S", "stray-copies").row(0, named=True)
     assert row["mounts_now"] == 2 and row["mounts_after"] == 1
     assert row["saving_per_recall_drive_h"] > 0
-    # Nothing else lives on S: the repack only verifies the three kept copies.
+    # Nothing moves: the clean-up only verifies the three kept copies.
     assert scenario.write.height == 0 and scenario.read.height == 3
+
+
+def test_only_stray_copies_are_retired_from_the_tape() -> None:
+    main = copies([("d", "M", p, 2 * GB, None, None) for p in range(1, 11)])
+    retries = main.head(2).with_columns(
+        pl.lit("S").alias("volume"),
+        pl.lit(100.0).alias("written_at"),
+        pl.lit(2, pl.Int32).alias("copy_no"),
+    )
+    files = pl.concat([main, retries])
+    # dedup would retire both copies on S, but calls only the first stray (say the second
+    # sits with its dataset): the scenario leaves the second where it is.
+    plan = retries.with_columns(
+        pl.lit("retire").alias("action"), (pl.col("position") == 1).alias("stray")
+    )
+    plan = pl.concat(
+        [
+            plan,
+            main.head(2).with_columns(pl.lit("keep").alias("action"), pl.lit(False).alias("stray")),
+        ]
+    )
+    scenario = scenarios.strays_retired("stray-copies:S", "S", files, plan)
+    assert scenario.after.filter(pl.col("volume") == "S").height == 1
+    assert scenario.read.height == 1
 
 
 def test_no_candidates_give_an_empty_ranking_with_every_column() -> None:
