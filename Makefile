@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
 
-.PHONY: demo test setup system lint typecheck pytest clean-venv
+.PHONY: demo test fuzz setup system lint typecheck pytest clean-venv
 
 # DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size.
 DASHBOARDS ?= 1
@@ -41,6 +41,13 @@ typecheck:
 
 pytest:
 	$(BIN)/pytest -q
+
+# Property tests with fresh random examples, many more of them (CI runs them derandomised).
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider \
+		tests/ingest/test_formats_catalog_fuzz.py tests/ingest/test_formats_logs_fuzz.py \
+		tests/analysis/test_copy_choice.py tests/analysis/test_planner_props.py \
+		tests/analysis/test_dedup.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -249,20 +249,37 @@ class _Model:
 
     def milp(self, start: Ints, time_limit_s: float) -> tuple[Ints, float, str]:
         """The exact choice, HiGHS starting from `start` (the greedy choice); when time runs
-        out, the better of the two and the solver's dual bound."""
-        solver = self._highs(True, time_limit_s, start)
-        status = solver.getModelStatus()
-        values = np.asarray(solver.getSolution().col_value)
-        solved = status in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
-        if not solved or values.size < len(self.f) + self.n_tapes:
-            return start, self.shared_mounts(), "shared_mounts"
-        local = self._improve((values[len(self.f) :] > 0.5) | self.tape_open)
-        if status == highspy.HighsModelStatus.kOptimal:
-            return local, self._cost(local), "exact"
-        if self._cost(start) < self._cost(local):
-            local = start
-        bound = max(float(solver.getInfo().mip_dual_bound), self.shared_mounts())
-        return local, bound, "milp_dual_bound"
+        out, the better of the two and the solver's dual bound.
+
+        The choice is only called exact when its cost meets the solver's proven dual bound: the
+        columns HiGHS hands back after a warm start can be the start itself while it reports a
+        better objective, so the values are checked, and solved again cold when they disagree.
+        """
+        best, bound = start, self.shared_mounts()
+        for warm in (start, None):
+            solver = self._highs(True, time_limit_s, warm)
+            status = solver.getModelStatus()
+            values = np.asarray(solver.getSolution().col_value)
+            solved = status in (
+                highspy.HighsModelStatus.kOptimal,
+                highspy.HighsModelStatus.kTimeLimit,
+            )
+            if not solved or values.size < len(self.f) + self.n_tapes:
+                continue
+            local = self._improve((values[len(self.f) :] > 0.5) | self.tape_open)
+            if self._cost(local) < self._cost(best):
+                best = local
+            dual = float(solver.getInfo().mip_dual_bound)
+            if np.isfinite(dual):
+                bound = max(bound, dual)
+            if status == highspy.HighsModelStatus.kOptimal and self._proven(best, bound):
+                return best, min(bound, self._cost(best)), "exact"
+        return best, min(bound, self._cost(best)), "milp_dual_bound"
+
+    def _proven(self, local: Ints, bound: float) -> bool:
+        """Whether the choice costs no more than the proven bound (up to the solver's gap)."""
+        cost = self._cost(local)
+        return cost <= bound + max(1e-9, MIP_REL_GAP * abs(cost))
 
     def lp_bound(self, time_limit_s: float) -> float | None:
         solver = self._highs(False, time_limit_s)
@@ -350,15 +367,15 @@ class _Model:
             touched = np.zeros(self.n_files, dtype=bool)
             on_tape = np.argsort(self.y_of_row, kind="stable")
             starts = np.searchsorted(self.y_of_row[on_tape], np.arange(self.n_tapes + 1))
-            assigned = np.argsort(tape_of_best, kind="stable")
-            a_starts = np.searchsorted(tape_of_best[assigned], np.arange(self.n_tapes + 1))
             closed_any = False
             for j in candidates[np.argsort(-saving[candidates], kind="stable")]:
-                mine = assigned[a_starts[j] : a_starts[j + 1]]
-                if touched[mine].any():
+                # Every file with a copy on j, not only those read from it: a file read from a
+                # tape closed earlier in this pass may have counted on j as its second best.
+                on_j = self.f[on_tape[starts[j] : starts[j + 1]]]
+                if touched[on_j].any():
                     continue
                 opened[j] = False
                 closed_any = True
-                touched[self.f[on_tape[starts[j] : starts[j + 1]]]] = True
+                touched[on_j] = True
             if not closed_any:
                 return best

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 
+import tests.props  # noqa: F401 - loads the hypothesis profile before any test module
 from tapelens.ingest.migrations import migrate
 from tapelens.server import Server, server_for, start, stop
 

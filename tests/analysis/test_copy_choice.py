@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from tapelens.analysis.copy_choice import choose_copies
 from tapelens.errors import InputError
+from tests.props import examples
 
 
 def instance(
@@ -109,7 +111,7 @@ open_costs = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(copies=copy_lists, open_s=open_costs)
 def test_exact_is_optimal_and_greedy_is_bounded(
     copies: list[tuple[str, str, float]], open_s: dict[str, float]
@@ -125,3 +127,38 @@ def test_exact_is_optimal_and_greedy_is_bounded(
         assert choice.bound_s <= optimum + 1e-6 <= choice.objective_s + 1e-6
         if limit:
             assert choice.objective_s == pytest.approx(optimum)
+
+
+def seeded_instances(count: int) -> list[tuple[list[tuple[str, str, float]], dict[str, float]]]:
+    """Small instances drawn from fixed seeds: zero opening costs, ties and forced tapes."""
+    out = []
+    for seed in range(count):
+        rng = np.random.default_rng(seed)
+        n_files, n_tapes = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+        tapes = [f"T{j}" for j in range(n_tapes)]
+        open_s = {t: float(rng.choice([0.0, 0.0, 5.0, 10.0, 60.0, 200.0])) for t in tapes}
+        copies = []
+        for i in range(n_files):
+            held = rng.choice(n_tapes, size=int(rng.integers(1, n_tapes + 1)), replace=False)
+            for j in held:
+                copies.append((f"f{i}", tapes[int(j)], float(rng.choice([0.0, 1.0, 2.0, 30.0]))))
+        out.append((copies, open_s))
+    return out
+
+
+@pytest.mark.parametrize("limit", [10_000, 0], ids=["exact", "greedy"])
+def test_many_small_instances_against_brute_force(limit: int) -> None:
+    wrong = []
+    for copies, open_s in seeded_instances(400):
+        cands, tapes = instance(copies, open_s)
+        optimum = brute_force(copies, open_s)
+        choice = choose_copies(cands, tapes, exact_limit=limit)
+        picked = choice.chosen.select("file_id", "volume", "cost_s").rows()
+        cost = sum(c for _, _, c in picked) + sum(open_s[t] for t in {t for _, t, _ in picked})
+        honest = choice.bound_s <= optimum + 1e-6 and cost == pytest.approx(choice.objective_s)
+        exact_ok = choice.bound_kind != "exact" or choice.objective_s == pytest.approx(optimum)
+        if not (honest and exact_ok and choice.objective_s >= optimum - 1e-6):
+            wrong.append((copies, open_s, optimum, choice.as_dict()))
+        if limit:
+            assert choice.bound_kind == "exact" or choice.method == "single", choice.as_dict()
+    assert not wrong, wrong[:3]

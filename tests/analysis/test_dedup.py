@@ -12,7 +12,7 @@ import polars as pl
 import psycopg
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tapelens.analysis.dedup import UNREADABLE_TAPE_STATES, classify_copies, dedup_plan
@@ -20,6 +20,7 @@ from tapelens.analysis.scheduling import readable_by_catalog
 from tapelens.analysis.throughput import default_params
 from tapelens.cli import cli
 from tapelens.errors import InputError
+from tests.props import examples
 
 GB = 1_000_000_000
 T0 = datetime(2021, 1, 1, tzinfo=UTC)
@@ -238,7 +239,7 @@ def catalogs(draw: st.DrawFn) -> pl.DataFrame:
     return frame(rows)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80))
 @given(catalogs())
 def test_properties_on_random_catalogs(copies: pl.DataFrame) -> None:
     out = classify_copies(copies)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tapelens.analysis.plan_dispatch import POLICIES
@@ -14,6 +14,7 @@ from tapelens.analysis.requests import parse_requests
 from tapelens.analysis.scheduling import readable_by_catalog
 from tapelens.analysis.throughput import default_params
 from tests.analysis.plan_catalogs import GB, catalog, copy, options
+from tests.props import examples
 
 PARAMS = default_params()
 READERS = readable_by_catalog()
@@ -61,7 +62,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40))
 @given(case=scenarios())
 def test_plans_mount_once_read_once_and_respect_drives_and_limits(case: dict[str, Any]) -> None:
     cat: pl.DataFrame = case["catalog"]

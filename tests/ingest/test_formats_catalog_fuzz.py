@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tapelens.errors import ParseError
@@ -30,6 +30,7 @@ from tapelens.ingest.formats import (
     tsm_qcontent,
 )
 from tapelens.ingest.formats.base import ParseOptions
+from tests.props import examples
 
 DATA = Path(__file__).parent.parent / "data" / "catalog"
 ALPHABET = "\t ,+/._-:;\"'\\0123456789aZé[]{}"
@@ -186,12 +187,7 @@ def check(case: Case, lines: list[bytes]) -> None:
 def test_every_line_is_a_row_a_reject_or_a_skip(name: str) -> None:
     case = CASES[name]
 
-    @settings(
-        max_examples=15,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @settings(max_examples=examples(15))
     @given(lines_for(case))
     def run(lines: list[bytes]) -> None:
         check(case, lines)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tapelens.errors import ParseError
@@ -29,14 +29,13 @@ from tapelens.ingest.formats import (
     transfers_csv,
 )
 from tapelens.ingest.formats.base import Batch, ParseOptions
+from tests.props import examples
 
 DATA = Path(__file__).parent.parent / "data" / "logs"
 BATCH_ROWS = 3
 COMPRESSED = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # magic bytes LineReader decompresses
 # database=None: failing examples are printed, not stored in the working tree
-SETTINGS = settings(
-    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=examples(60))
 ParseFn = Callable[..., Iterator[Batch]]
 
 
