@@ -54,6 +54,7 @@ class IngestResult:
     removed: int = 0
     seconds: float = 0.0
     first_reject: Reject | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def rejects_summary(self) -> str:
@@ -251,11 +252,14 @@ def _load(
             ).fetchone()
             assert row is not None
             run_id = int(row[0])
-            rows, skipped, volumes = _copy_batches(
+            rows, skipped, volumes, notes = _copy_batches(
                 conn, cur, fmt, real, shown, options, rules, progress, total, run_id, rejects
             )
             rejects.copy_into(cur, run_id)
             removed = _finish(cur, fmt, options.source, run_id, sorted(volumes), per_volume)
+            hook = fmt.after_load_hook()
+            if hook is not None:
+                hook(cur, options.source, run_id)
             cur.execute(
                 "update tapelens.ingest_runs set rows = %s, rejects = %s, status = 'loaded',"
                 " finished_at = now() where run_id = %s",
@@ -285,6 +289,7 @@ def _load(
         removed,
         time.monotonic() - started,
         rejects.first,
+        tuple(notes),
     )
 
 
@@ -300,8 +305,9 @@ def _copy_batches(
     total: int,
     run_id: int,
     rejects: _Rejects,
-) -> tuple[int, int, set[str]]:
-    """Stream the parser's batches through one COPY; return (rows, skipped lines, volumes)."""
+) -> tuple[int, int, set[str], list[str]]:
+    """Stream the parser's batches through one COPY; return (rows, skipped lines, volumes,
+    the parser's notes in the order first said)."""
     kind = fmt.kind
     cols = list(canonical.SCHEMAS[kind])
     extra = [] if kind == "tapes" else ["ingest_run_id"]
@@ -316,7 +322,7 @@ def _copy_batches(
         cur.execute("savepoint direct_copy")
     target = _ident("tapelens", "tape_files") if direct else stage
 
-    def stream(into: sql.Composable, straight: bool) -> tuple[int, int, set[str]]:
+    def stream(into: sql.Composable, straight: bool) -> tuple[int, int, set[str], list[str]]:
         return _stream(
             cur,
             fmt,
@@ -356,9 +362,10 @@ def _stream(
     target: sql.Composable,
     columns: list[str],
     direct: bool,
-) -> tuple[int, int, set[str]]:
+) -> tuple[int, int, set[str], list[str]]:
     rows = skipped = 0
     volumes: set[str] = set()
+    notes: list[str] = []
     stmt = sql.SQL("copy {} ({}) from stdin (format csv)").format(target, _cols(columns))
     with cur.copy(stmt) as copy:
         for batch, payload, height, batch_volumes in _encoded_batches(
@@ -366,6 +373,7 @@ def _stream(
         ):
             rejects.add(batch.rejects)
             skipped += batch.skipped
+            notes += [n for n in batch.notes if n not in notes]
             if height:
                 copy.write(payload)
                 rows += height
@@ -374,7 +382,7 @@ def _stream(
                 progress(batch.bytes_read, total, rows)
     if not direct:
         rows = _upsert(cur, fmt.kind, columns)
-    return rows, skipped, volumes
+    return rows, skipped, volumes, notes
 
 
 _Encoded = tuple[Batch, bytes, int, set[str]]

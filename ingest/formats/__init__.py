@@ -7,10 +7,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+
 from tapelens.errors import ConfigError
 from tapelens.ingest.formats.base import Batch, ParseOptions
 
 ParseFn = Callable[..., Iterator[Batch]]
+AfterLoad = Callable[[psycopg.Cursor, str, int], None]
 
 
 @dataclass(frozen=True)
@@ -22,11 +25,21 @@ class Format:
     source: str  # default value of `source` for rows it loads
     per_volume: bool = False  # a listing of some volumes, not of the whole catalog
     help: str = ""
+    # A function of the module run in the load's transaction after the upsert, as
+    # fn(cursor, source, run_id) -> None (e.g. pairing mount events with earlier loads').
+    after_load: str | None = None
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
         fn: ParseFn = getattr(module, self.function)
         return fn
+
+    def after_load_hook(self) -> AfterLoad | None:
+        if self.after_load is None:
+            return None
+        module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
+        hook: AfterLoad = getattr(module, self.after_load)
+        return hook
 
 
 FORMATS: tuple[Format, ...] = (

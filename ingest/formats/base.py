@@ -43,6 +43,9 @@ class Batch:
     rejects: list[Reject] = field(default_factory=list)
     skipped: int = 0
     bytes_read: int = 0  # position in the raw (compressed) input after this batch
+    # What the user must know about the rows (e.g. "sizes are approximate"): said once in the
+    # load summary, whichever batch says it.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class ParseOptions:
     source: str  # the catalog/log identity stored in `source`
     strict: bool = False
     year: int | None = None  # for logs whose lines carry no year (dCache billing, HPSS PVL)
+    # IANA zone of times the input prints in local time with no offset (CTA text tables...)
+    timezone: str = "UTC"
     volume: str | None = None  # for per-volume listings (TSM q content)
     columns: tuple[str, ...] | None = None  # column order when a dump has no header
     mapping: dict[str, Any] | None = None  # generic CSV: site column -> canonical column

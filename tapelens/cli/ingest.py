@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 import yaml
@@ -91,6 +92,8 @@ def _report(result: IngestResult) -> None:
     if result.removed:
         parts.append(f"{result.removed:,} copies marked removed")
     click.echo(f"{result.path}: {', '.join(parts)} in {result.seconds:.1f} s", err=True)
+    for note in result.notes:
+        click.echo(f"{result.path}: {note}", err=True)
     if result.rejects:
         click.echo(result.rejects_summary, err=True)
 
@@ -114,6 +117,16 @@ def _run(
         finally:
             progress.close()
         _report(result)
+
+
+def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(
+            f"{value!r} is not an IANA time zone (e.g. Europe/Zurich)"
+        ) from None
+    return value
 
 
 def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -143,6 +156,14 @@ def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
                 ),
                 click.option(
                     "--year", type=int, help="Year of logs whose lines carry none (billing, PVL)."
+                ),
+                click.option(
+                    "--timezone",
+                    default="UTC",
+                    show_default=True,
+                    callback=_check_timezone,
+                    help="IANA time zone of local times the input prints without an offset "
+                    "(e.g. CTA's text tables: Europe/Zurich).",
                 ),
                 click.argument(
                     "files",
@@ -190,6 +211,7 @@ def catalog(
     strict: bool,
     source: str | None,
     year: int | None,
+    timezone: str,
     dataset_rule: str | None,
     type_rule: str | None,
     experiment_rule: str | None,
@@ -228,6 +250,7 @@ def catalog(
         partial,
         strict=strict,
         year=year,
+        timezone=timezone,
         volume=volume,
         columns=tuple(columns.split(",")) if columns else None,
         mapping=mapping_doc,
@@ -239,7 +262,13 @@ def catalog(
 @_common("transfers")
 @pass_app
 def transfers(
-    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+    app: App,
+    fmt: str,
+    files: tuple[str, ...],
+    strict: bool,
+    source: str | None,
+    year: int | None,
+    timezone: str,
 ) -> None:
     """Load what was read from or written to tape (transfer logs).
 
@@ -248,7 +277,15 @@ def transfers(
         tapelens ingest transfers --format dcache-billing --year 2021 billing-2021.11.02
     """
     _run(
-        app, lookup("transfers", fmt), files, source, DatasetRules(), None, strict=strict, year=year
+        app,
+        lookup("transfers", fmt),
+        files,
+        source,
+        DatasetRules(),
+        None,
+        strict=strict,
+        year=year,
+        timezone=timezone,
     )
 
 
@@ -256,7 +293,13 @@ def transfers(
 @_common("mounts")
 @pass_app
 def mounts(
-    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+    app: App,
+    fmt: str,
+    files: tuple[str, ...],
+    strict: bool,
+    source: str | None,
+    year: int | None,
+    timezone: str,
 ) -> None:
     """Load cartridge mounts (PVL logs, CTA sessions, library exports).
 
@@ -264,14 +307,30 @@ def mounts(
     Example:
         tapelens ingest mounts --format hpss-pvl --year 2021 pvl.log
     """
-    _run(app, lookup("mounts", fmt), files, source, DatasetRules(), None, strict=strict, year=year)
+    _run(
+        app,
+        lookup("mounts", fmt),
+        files,
+        source,
+        DatasetRules(),
+        None,
+        strict=strict,
+        year=year,
+        timezone=timezone,
+    )
 
 
 @ingest.command("tapes")
 @_common("tapes")
 @pass_app
 def tapes(
-    app: App, fmt: str, files: tuple[str, ...], strict: bool, source: str | None, year: int | None
+    app: App,
+    fmt: str,
+    files: tuple[str, ...],
+    strict: bool,
+    source: str | None,
+    year: int | None,
+    timezone: str,
 ) -> None:
     """Load a tape inventory (volume, barcode, media_type, library, pool, capacity, state).
 
@@ -279,7 +338,17 @@ def tapes(
     Example:
         tapelens ingest tapes tapes.csv
     """
-    _run(app, lookup("tapes", fmt), files, source, DatasetRules(), None, strict=strict, year=year)
+    _run(
+        app,
+        lookup("tapes", fmt),
+        files,
+        source,
+        DatasetRules(),
+        None,
+        strict=strict,
+        year=year,
+        timezone=timezone,
+    )
 
 
 @ingest.command("manifest")
