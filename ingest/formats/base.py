@@ -70,6 +70,28 @@ class Line:
     text: str  # without the line terminator
 
 
+# Bytes needed to tell a compressed input from text. The whole magic is checked (gzip's method
+# byte, bzip2's block-size digit and block or end-of-stream mark), so that a text file whose
+# first line happens to begin with "BZh" is still read as text.
+COMPRESSION_HEAD = 10
+_BZIP2_MARKS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
+
+
+def compression_of(head: bytes) -> str | None:
+    """ "gzip", "bzip2" or "zstd" when `head` (an input's first bytes) starts such a stream."""
+    if head.startswith(b"\x1f\x8b\x08"):
+        return "gzip"
+    if (
+        head[:3] == b"BZh"
+        and head[3:4] in {bytes([d]) for d in b"123456789"}
+        and head[4:10] in _BZIP2_MARKS
+    ):
+        return "bzip2"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    return None
+
+
 class LineReader:
     """Iterates the lines of a file (or '-' for stdin), reading .gz/.bz2/.zst transparently.
 
@@ -95,12 +117,12 @@ class LineReader:
     @staticmethod
     def _decompress(raw: IO[bytes]) -> IO[bytes]:
         buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw))
-        magic = buffered.peek(4)[:4]
-        if magic[:2] == b"\x1f\x8b":
+        kind = compression_of(buffered.peek(COMPRESSION_HEAD)[:COMPRESSION_HEAD])
+        if kind == "gzip":
             return cast(IO[bytes], gzip.GzipFile(fileobj=buffered))
-        if magic[:3] == b"BZh":
+        if kind == "bzip2":
             return cast(IO[bytes], bz2.BZ2File(buffered))
-        if magic == b"\x28\xb5\x2f\xfd":
+        if kind == "zstd":
             import zstandard
 
             reader = zstandard.ZstdDecompressor().stream_reader(buffered)

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from tapelens.errors import InputError
-from tapelens.ingest.formats.base import LineReader, Reject
+from tapelens.ingest.formats.base import COMPRESSION_HEAD, LineReader, Reject, compression_of
 
 # A line that was refused while decoding stands in the block as this text; NUL cannot occur in a
 # line that reached the parser (LineReader refuses those too), so it never clashes with data.
@@ -32,7 +32,6 @@ MIN_BLOCK_BYTES = 1 << 20
 # mmap threshold); staying well below it lets the allocator reuse them, which measured 2-4x
 # cheaper per block here.
 MAX_BLOCK_BYTES = 16 << 20
-COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, zstd
 
 
 @dataclass(frozen=True)
@@ -140,10 +139,10 @@ def is_plain_file(path: str | Path) -> bool:
         return False
     try:
         with open(path, "rb") as fh:
-            magic = fh.read(4)
+            head = fh.read(COMPRESSION_HEAD)
     except OSError:
         return False
-    return not magic.startswith(COMPRESSED_MAGIC)
+    return compression_of(head) is None
 
 
 def split_lines(block: Block) -> tuple[list[str], list[Reject]]:

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tapelens.errors import ConfigError, ParseError
+from tapelens.errors import ConfigError, InputError, ParseError
 from tapelens.ingest.canonical import TAPE_FILES, TAPES
 from tapelens.ingest.formats import (
     catalog_csv,
@@ -688,3 +688,23 @@ def test_cta_json_decoded_whole_or_line_by_line_alike(tmp_path: Path) -> None:
     assert_frame_equal(whole, by_line)
     assert refused == rejects[:1] and reasons(refused) == [(3, 'fseq "-3" is not a number')]
     assert [r.line_no for r in rejects] == [3, 5]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_text_starting_like_a_magic_number_is_text(tmp_path: Path, packed: bool) -> None:
+    """Only a whole compression header means compressed: a listing line may begin with "BZh"."""
+    text = b"BZh\tnot a listing line\n"
+    path = tmp_path / "odd.txt"
+    path.write_bytes(gzip.compress(text) if packed else text)
+    batches = list(hpss_lsp.parse(path, options=ParseOptions(source="t")))
+    assert sum(b.frame.height for b in batches) == 0
+    assert [r.line_no for b in batches for r in b.rejects] == [1]
+
+
+def test_corrupt_compressed_input_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "listing.gz"
+    lines = b"".join(b"FILE\t/a/%d\t%d\n" % (i, i * 7919 % 10007) for i in range(20000))
+    packed = gzip.compress(lines)
+    path.write_bytes(packed[: len(packed) // 2])  # a dump cut off in the middle
+    with pytest.raises(InputError, match=r"listing\.gz:\d+: cannot read"):
+        list(hpss_lsp.parse(path, options=ParseOptions(source="t")))
