@@ -28,6 +28,9 @@ import polars as pl
 from tapelens.errors import InputError, ParseError
 
 BATCH_ROWS = 200_000
+# Optional column of a parser's frames: the input line each row came from. The loader uses it to
+# refuse one line alone when a value fails its checks before COPY; canonical.conform drops it.
+LINE_NO = "line_no"
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,9 @@ class Collector:
     def __init__(self, reader: LineReader, options: ParseOptions, schema: dict[str, pl.DataType]):
         self.reader = reader
         self.options = options
-        self.schema = schema
+        # Every row keeps the number of the line it came from, so that the loader can refuse
+        # that line alone when a value would be refused by the database (see LINE_NO).
+        self.schema = {**schema, LINE_NO: pl.Int64()}
         self.rows: list[dict[str, Any]] = []
         self.rejects: list[Reject] = []
         self.skipped = 0
@@ -195,7 +200,10 @@ class Collector:
     def skip(self) -> None:
         self.skipped += 1
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any], line_no: int | None = None) -> None:
+        """Keep a parsed row; `line_no`: the input line it came from (the row's own if None)."""
+        if line_no is not None:
+            row[LINE_NO] = line_no
         self.rows.append(row)
 
     def full(self) -> bool:

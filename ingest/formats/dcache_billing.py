@@ -74,7 +74,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             if row is None:
                 out.skip()
                 continue
-            out.add(row)
+            out.add(row, line.no)
             if out.full():
                 yield out.flush()
         yield out.flush()

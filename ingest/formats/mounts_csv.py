@@ -47,7 +47,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
                 if record is None:
                     out.skip()
                     continue
-                out.add(_row(record, options.source))
+                out.add(_row(record, options.source), line.no)
             except FieldError as exc:
                 out.reject(line, str(exc))
                 continue

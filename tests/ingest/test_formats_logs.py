@@ -46,6 +46,9 @@ def parse_all(fn: ParseFn, path: str | Path, **options: Any) -> Parsed:
     rejects = {r.line_no: r.reason for b in batches for r in b.rejects}
     assert sum(len(b.rejects) for b in batches) == len(rejects), "a line refused twice"
     frame = pl.concat([b.frame for b in batches])
+    if "line_no" in frame.columns:  # the rows' own line numbers: in range, then set aside
+        assert frame["line_no"].is_between(1, 10**9).all()
+        frame = frame.drop("line_no")
     return Parsed(frame, rejects, sum(b.skipped for b in batches), batches)
 
 
