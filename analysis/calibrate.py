@@ -61,7 +61,7 @@ DEFAULT_MIN_MOUNTS = 20
 # The threshold scan refits on a sample of at most this many reads per candidate.
 SCAN_SAMPLE_READS = 20_000
 # Thresholds beyond this many objects are not scanned: the published analysis already counts
-# posdiff >= 100 as a locate (DOMAIN.md, "Positional gap").
+# posdiff >= 100 as a locate (docs/domain.md, "Positional gap").
 MAX_THRESHOLD_SCANNED = 200
 COARSE_CANDIDATES = 20
 # Quantile of the request-to-mount and last-read-to-dismount times taken as robot + load and

@@ -1,6 +1,6 @@
 """Which copy of each file to recall, so that the whole recall takes the least predicted time.
 
-Mounts dominate a recall's cost (DOMAIN.md: ~180 s of overhead per mount against seconds of
+Mounts dominate a recall's cost (docs/domain.md: ~180 s of overhead per mount against seconds of
 reading), so the choice is an uncapacitated facility location problem: opening a tape costs its
 mount (robot, load, average first locate, rewind, unload) and each file costs the read of the copy
 chosen. Files with a single readable copy force their tapes open; a file with a copy on a tape that

@@ -1,6 +1,6 @@
 """The duplicate clean-up plan: the copies to keep and retire, and what a dataset recall gains.
 
-Tape clients recall a file's newest copy (DOMAIN.md), which for a duplicated file is usually a
+Tape clients recall a file's newest copy (docs/domain.md), which for a duplicated file is usually a
 retry on a tape away from the rest of its dataset, so a recall of the dataset mounts that tape
 too. Once only the kept copies remain, the same recall mounts only the tapes the kept copies are
 on. The plan counts those mounts and predicts both recalls with the throughput model, each

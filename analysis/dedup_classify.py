@@ -1,7 +1,7 @@
 """Duplicate copies: which copy of each duplicated file to keep and which to retire.
 
 A front-end that retries until it hears success leaves extra copies of a file, usually written
-later by another migration onto tapes away from the rest of its dataset (DOMAIN.md, "Duplicate
+later by another migration onto tapes away from the rest of its dataset (docs/domain.md, "Duplicate
 copies"). The cure sites used: keep the oldest copy, verify its checksum, delete the newer ones.
 This module only decides; tapelens never deletes anything. Pure: frames in, frames out.
 

@@ -1,9 +1,9 @@
 """The media catalog: physical figures per tape media generation.
 
 These figures seed `tapelens.media_types` (migration 002) and are the throughput model's default
-parameters before calibration. LTO-7 timings are the BNL figures quoted in DOMAIN.md; native rates
-and capacities are the LTO Consortium and vendor (IBM TS11x0, Oracle T10000D) uncompressed specs;
-the other timings are rounded vendor datasheet values (load/unload, average locate, average
+parameters before calibration. LTO-7 timings are the BNL figures quoted in docs/domain.md; native
+rates and capacities are the LTO Consortium and vendor (IBM TS11x0, Oracle T10000D) uncompressed
+specs; the other timings are rounded vendor datasheet values (load/unload, average locate, average
 rewind) and are meant to be replaced by `tapelens model calibrate`.
 """
 
@@ -38,7 +38,7 @@ class MediaType:
 
 
 _VENDOR = "vendor datasheet (rounded)"
-_BNL = "BNL LTO-7 measurements (DOMAIN.md)"
+_BNL = "BNL LTO-7 measurements (docs/domain.md)"
 
 MEDIA_TYPES: tuple[MediaType, ...] = (
     MediaType(

@@ -1,7 +1,7 @@
 """What a recall costs the usual ways: newest copies, and direct first-come-first-served submission.
 
-Tape clients recall the newest copy of a file (DOMAIN.md, "Duplicate copies"). Newest copy: those
-copies read with this planner's ordering; the difference to the plan is what the copy choice
+Tape clients recall the newest copy of a file (docs/domain.md, "Duplicate copies"). Newest copy:
+those copies read with this planner's ordering; the difference to the plan is what the copy choice
 gains.
 
 Direct submission (what a staging system does without a planner): requests go to the tape system

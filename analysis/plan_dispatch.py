@@ -2,7 +2,7 @@
 
 Each tape is mounted once and holds its drive for its whole predicted time. Whenever a drive is
 free, it takes the next tape it can read that the policy ranks first among those the limits allow
-(list scheduling; ties go to the longest tape). Policies (DOMAIN.md, "Share drives"):
+(list scheduling; ties go to the longest tape). Policies (docs/domain.md, "Share drives"):
 
 - fifo: tapes in submission order of their first request (priority ignored);
 - by-demand: the tape with the most requested bytes first;

@@ -10,7 +10,7 @@ repack does to the placement):
 - low-occupancy: a filled tape holding little live data; its live data rewritten compactly and
   the cartridge freed.
 - small-files: a dataset of mostly small files outside aggregates; rewritten collocated with
-  the small files packed into containers (DOMAIN.md: per-file overhead dominates small files).
+  the small files packed into containers (docs/domain.md: per-file overhead dominates small files).
 
 For each: the predicted recall of the affected datasets now and after (each dataset recalled on
 its own on the given drives; elapsed hours, and drive hours), the repack cost in drive hours
@@ -40,7 +40,7 @@ class RepackOptions:
     """How candidates are chosen and weighed.
 
     small_file_bytes follows the models' small_file_bytes var (1 GB: GridKa read files under
-    1 GB at 30-50 MB/s against 160-210 MB/s above 9 GB, DOMAIN.md). container_bytes: the size
+    1 GB at 30-50 MB/s against 160-210 MB/s above 9 GB, docs/domain.md). container_bytes: the size
     of the containers small files are packed into (HPSS aggregates reach 16 GB).
     """
 

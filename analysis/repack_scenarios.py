@@ -84,7 +84,7 @@ def _renamed(frame: pl.DataFrame, cand: str) -> pl.DataFrame:
 
 
 def newest_copies(files: pl.DataFrame) -> pl.DataFrame:
-    """One copy per (dataset, file_id): the newest, what tape clients recall (DOMAIN.md)."""
+    """One copy per (dataset, file_id): the newest, what tape clients recall (docs/domain.md)."""
     return baselines.newest_copies(files, key=["dataset", "file_id"])
 
 

@@ -1,7 +1,7 @@
 """Tapes onto drives: which drive generations can read a tape, and longest-first list scheduling.
 
 A tape only goes to a drive type that reads its media (an LTO drive reads its own generation and
-the previous one, DOMAIN.md); each tape is mounted once and occupies one drive for its whole
+the previous one, docs/domain.md); each tape is mounted once and occupies one drive for its whole
 predicted time. Longest-first list scheduling (Graham's LPT rule) keeps the makespan within 4/3 of
 the optimum on identical drives.
 """

@@ -10,7 +10,7 @@ This module holds the options, the typed results and `simulate`; the rest is in 
 (request frame to flat lists, scalar read times), sim_engine.py (event loop, drive actions),
 sim_schedulers.py, sim_faults.py, sim_results.py and sim_io.py (files in and out).
 
-Schedulers (DOMAIN.md, "What a good recall does"):
+Schedulers (docs/domain.md, "What a good recall does"):
 - fifo: requests in arrival order; one for a mounted tape joins that drive's queue, any other
   takes the first free compatible drive (an empty one first), whose tape is dismounted then; a
   request that finds no free drive holds up the ones behind it. A drive reads its queue in
@@ -32,7 +32,7 @@ request again as soon as they can (after the outage, each after its own turnarou
 retries arrive in no useful order): the library cancels the originals, drops their staged
 copies (cache purges) and reads them again as new requests. `cycle:H`: failed requests are sent
 again together every H hours, after asking the library, which still holds the originals; only
-reads the library itself lost are sent again. DOMAIN.md: immediate mass retries after an outage
+reads the library itself lost are sent again. docs/domain.md: immediate mass retries after an outage
 caused cache purges and unsorted re-reads that cut BNL's rate 75-fold.
 """
 
@@ -55,7 +55,7 @@ SCHEDULERS = ("fifo", "sorted", "planned")
 POLICIES = ("time-slider", "by-demand", "equal")
 RETRY_KINDS = ("immediate", "cycle")
 # dCache's default limit on stage requests in flight to the tape system; GridKa raised it to
-# 30,000 and gained about 50% in recall rate (DOMAIN.md, "Deep queues").
+# 30,000 and gained about 50% in recall rate (docs/domain.md, "Deep queues").
 DCACHE_WINDOW = 2_000
 DEFAULT_ROBOTS = 2
 DEFAULT_CYCLE_S = 4 * 3600.0

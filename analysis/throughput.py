@@ -4,7 +4,7 @@ A tape recall costs a robot move and a load, a locate to the first wanted file, 
 file either a read-through of the bytes in between (small gaps: the drive keeps streaming) or a
 locate (gaps beyond a threshold in tape objects: bounded time that grows with distance), a
 per-object overhead, streaming at an effective rate, and at the end a rewind and an unload
-(DOMAIN.md, "The cost of reading a file from tape" and "Positional gap").
+(docs/domain.md, "The cost of reading a file from tape" and "Positional gap").
 
 Everything here is pure: frames and a frozen `ModelParams` in, frames and records out. Per-file
 durations include the positioning before the file, as the per-file rates of the published gap
@@ -26,9 +26,9 @@ from tapelens.errors import InputError
 MB = 1_000_000
 
 # Overhead per tape object read (file mark, drive buffer turn-around, HSM bookkeeping): the 1 s
-# per file measured at CCLRC once small files were aggregated (DOMAIN.md, "File size").
+# per file measured at CCLRC once small files were aggregated (docs/domain.md, "File size").
 DEFAULT_OVERHEAD_S = 1.0
-# Gaps up to about 10 tape objects are read through; beyond, the drive locates (DOMAIN.md,
+# Gaps up to about 10 tape objects are read through; beyond, the drive locates (docs/domain.md,
 # "Positional gap": "beyond about 10 files the drive fast-forwards").
 DEFAULT_READ_THROUGH_MAX_GAP = 10
 # Locate time = base + slope x (distance as a fraction of the tape), bounded by base + slope. The

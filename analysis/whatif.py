@@ -1,7 +1,7 @@
 """Placement what-if: replay a recorded write stream under another write policy.
 
 The question it answers: would enabling sorted writes (or collocating datasets) have helped, and
-by how much, before an admin changes anything (DOMAIN.md, "Tape-positional gaps" and the
+by how much, before an admin changes anything (docs/domain.md, "Tape-positional gaps" and the
 published averages: FIFO writes 2.1-2.9 mean gap by type, sorted by directory 1.05-1.14).
 Input: the files with when they reached the disk cache; output: where each would have landed
 (volume, position, aggregate) under the policy. Policies:

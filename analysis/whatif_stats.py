@@ -1,6 +1,6 @@
 """Placement statistics per dataset type: gaps, tapes per dataset, predicted recall rate.
 
-Gap conventions of the published analysis (DOMAIN.md, "Positional gap", and the truth README
+Gap conventions of the published analysis (docs/domain.md, "Positional gap", and the truth README
 of tapelens/synth/truth_files.py): on one volume, a dataset's copies in position order (then
 offset inside an aggregate); posdiff = position minus the previous copy's. The first copy of a
 dataset on a volume has no gap; aggregate members (offset or aggregate id set, or posdiff 0)
@@ -19,7 +19,7 @@ import polars as pl
 from tapelens.analysis.dataset_recall import choose_copies, recall_per_dataset
 from tapelens.analysis.throughput import MB, ModelParams
 
-LOCATE_POSDIFF = 100  # DOMAIN.md: posdiff >= 100 is a locate, reported apart
+LOCATE_POSDIFF = 100  # docs/domain.md: posdiff >= 100 is a locate, reported apart
 ALL_TYPES = "all"  # the row over every dataset type
 ALL_PERIODS = "all"
 

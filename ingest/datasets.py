@@ -1,6 +1,6 @@
 """Which dataset, dataset type and experiment a file belongs to, from its path.
 
-Defaults follow how the experiments name things (DOMAIN.md): a dataset is the file's parent
+Defaults follow how the experiments name things (docs/domain.md): a dataset is the file's parent
 directory; the type is a token of the file name (AOD, DAOD, EVNT, HITS, RAW, ...); the experiment
 is the first path component that is not a mount prefix. Each rule can be replaced by a regular
 expression with a named group (`dataset`, `type`, `experiment`).

@@ -2,7 +2,7 @@
 
 Per file, "File successfully read from tape" carries fileId, fSeq, positionTime, transferTime,
 totalTime, dataVolume; per session, "Tape session finished" carries tapeVid, mountTime,
-positionTime, unloadTime, unmountTime, files, dataVolume (FORMATS.md). Every line has
+positionTime, unloadTime, unmountTime, files, dataVolume (docs/formats/cta-taped.md). Every line has
 epoch_time, hostname, pid and tid. A file line does not name its tape: the session line that
 follows it on the same (hostname, pid, tid) does, so file lines wait per session key and become
 rows when their session line arrives. File lines whose session never finishes are rejects at the

@@ -3,11 +3,10 @@
     11.02 03:14:07 [pool:f01-080-128_T:restore] [0000A3C5B52E...,3791544320]
         [/pnfs/gridka.de/atlas/data22/AOD/f12.pool.root.1] atlas:tape@osm 15311 904 {0:""}
 
-(one line per record; wrapped here).
-Layout (FORMATS.md): date MM.dd, time, [cellType:cellName:type], [pnfsid,size], [path],
-storageClass@hsm, transferTime (ms), queuingTime (ms), {rc:"message"}. Lines carry no year: it
-comes from --year or the file name (billing-2021.11.02), and a month that goes backwards means
-the log crossed into the next year.
+(one line per record; wrapped here). Layout (docs/formats/dcache-billing.md): date MM.dd, time,
+[cellType:cellName:type], [pnfsid,size], [path], storageClass@hsm, transferTime (ms), queuingTime
+(ms), {rc:"message"}. Lines carry no year: it comes from --year or the file name
+(billing-2021.11.02), and a month that goes backwards means the log crossed into the next year.
 
 Choices:
 - dCache writes a billing record when the transfer ends, so started_at = the line's time minus

@@ -6,7 +6,7 @@ Listings reach tens of millions of lines, so lines are parsed a block at a time 
 (blocks.py, hpss_lines.py); blocks with unusual bytes or shapes take the line-splitting path,
 and both paths share the same checks.
 
-Rules (FORMATS.md and the synthetic-site contract):
+Rules (docs/formats/hpss-lsp.md and the synthetic-site contract):
 - volume: the cartridge; an 8-character physical volume ending in a 2-digit side (A8553200)
   loses the side (A85532). copy_no: 1-based index in the comma-separated volume list. The
   position field is one `section+offset` for all copies, or a comma list with one per copy.

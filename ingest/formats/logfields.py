@@ -23,7 +23,7 @@ from tapelens.ingest.formats.base import Line, ParseOptions
 
 INT64_MAX = 2**63 - 1
 QUOTE_CHARS = 60  # a reason quotes at most this much of a bad value
-HPSS_SIDE_DIGITS = 2  # A8553200 = cartridge A85532 + side "00" (FORMATS.md, HPSS PVL)
+HPSS_SIDE_DIGITS = 2  # A8553200 = cartridge A85532 + side "00" (docs/formats/hpss-pvl.md, HPSS PVL)
 HPSS_PHYSICAL_LEN = 8
 EPOCH_YEAR_10000 = 253_402_300_800  # datetime ends with year 9999
 MAX_DURATION_S = 366 * 86400.0  # a longer transfer, mount or wait is a corrupt field

@@ -2,11 +2,11 @@
 
     file,tape,position,size,submission_time,queued_time,end_time,status
 
-A request is submitted, waits in the scheduler, is queued to the tape system at queued_time and
-is on disk at end_time (FORMATS.md): started_at = queued_time, duration_s = end_time -
-queued_time, queued_s = queued_time - submission_time. The tape is normalised like the HPSS
-catalogs name it (physical volume A8553200 -> cartridge A85532) so recalls join the catalog.
-Times are ISO 8601 (a space may replace the T; no zone means UTC) or unix seconds.
+A request is submitted, waits in the scheduler, is queued to the tape system at queued_time and is
+on disk at end_time (docs/formats/staging-csv.md): started_at = queued_time, duration_s = end_time
+- queued_time, queued_s = queued_time - submission_time. The tape is normalised like the HPSS
+catalogs name it (physical volume A8553200 -> cartridge A85532) so recalls join the catalog. Times
+are ISO 8601 (a space may replace the T; no zone means UTC) or unix seconds.
 
 Statuses: done-like (done, ended, staged, ok, ...) are status ok; failure-like (failed, error,
 aborted, ...) are status failed with the status text as the error; requests not finished yet

@@ -2,11 +2,11 @@
 with the `archives` table export for each object's archive date.
 
 Columns come from a header line (VOLUME_NAME, ..., OBJECT_ID), ParseOptions.columns, or the
-FORMATS.md order. FILE_NAME is the only free-text column: commas beyond the expected count are
-taken to belong to it. Identity (contract): volume as given, file_id = path = FILESPACE_NAME +
+docs/formats/tsm.md order. FILE_NAME is the only free-text column: commas beyond the expected count
+are taken to belong to it. Identity (contract): volume as given, file_id = path = FILESPACE_NAME +
 FILE_NAME, copy_id = OBJECT_ID, copy_no 1, written_at = ARCHIVE_DATE of the object (a row whose
-object has no archive row is refused). Position: see tsm_ranks.py. Only segment 1 of a file
-that spans volumes gives a row; later segments are skipped, counted, but take their rank.
+object has no archive row is refused). Position: see tsm_ranks.py. Only segment 1 of a file that
+spans volumes gives a row; later segments are skipped, counted, but take their rank.
 """
 
 from __future__ import annotations

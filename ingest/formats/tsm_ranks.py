@@ -1,12 +1,12 @@
 """Positions on a TSM volume: the rank of each tape object in listing order.
 
 The TSM server gives no byte position, but lists a volume's contents in their order on tape
-(FORMATS.md), so position = rank: 1, 2, 3, ... per volume. Files of one aggregate (AGGREGATED
-"i/n", n > 1) share the aggregate's rank; a member's offset is the total size of the members
-listed before it in that aggregate. A new aggregate starts when i does not follow the previous
-member of an aggregate of the same n (members missing from the listing leave no gap in offsets).
-A continuation segment of a file that spans volumes ("2/2" on the next volume) is a tape object
-too: it takes a rank, though it does not start a file.
+(docs/formats/tsm.md), so position = rank: 1, 2, 3, ... per volume. Files of one aggregate
+(AGGREGATED "i/n", n > 1) share the aggregate's rank; a member's offset is the total size of the
+members listed before it in that aggregate. A new aggregate starts when i does not follow the
+previous member of an aggregate of the same n (members missing from the listing leave no gap in
+offsets). A continuation segment of a file that spans volumes ("2/2" on the next volume) is a tape
+object too: it takes a rank, though it does not start a file.
 """
 
 from __future__ import annotations

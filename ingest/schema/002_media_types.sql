@@ -2,7 +2,7 @@
 insert into tapelens.media_types (media_type, family, generation, barcode_suffix, native_rate_mb_s, capacity_bytes, robot_s, load_s, locate_avg_s, rewind_avg_s, unload_s, readable_by, writable_by, source) values
     ('LTO-5', 'LTO', 5, 'L5', 140, 1500000000000, 11, 12, 50, 55, 17, array['LTO-5', 'LTO-6']::text[], array['LTO-5', 'LTO-6']::text[], 'vendor datasheet (rounded)'),
     ('LTO-6', 'LTO', 6, 'L6', 160, 2500000000000, 11, 12, 50, 60, 17, array['LTO-6', 'LTO-7']::text[], array['LTO-6', 'LTO-7']::text[], 'vendor datasheet (rounded)'),
-    ('LTO-7', 'LTO', 7, 'L7', 300, 6000000000000, 11, 13, 59, 62, 22, array['LTO-7', 'LTO-8']::text[], array['LTO-7', 'LTO-8']::text[], 'BNL LTO-7 measurements (DOMAIN.md)'),
+    ('LTO-7', 'LTO', 7, 'L7', 300, 6000000000000, 11, 13, 59, 62, 22, array['LTO-7', 'LTO-8']::text[], array['LTO-7', 'LTO-8']::text[], 'BNL LTO-7 measurements (docs/domain.md)'),
     ('LTO-7M', 'LTO', 7, 'M8', 300, 9000000000000, 11, 13, 62, 66, 22, array['LTO-8']::text[], array['LTO-8']::text[], 'vendor datasheet (rounded)'),
     ('LTO-8', 'LTO', 8, 'L8', 360, 12000000000000, 11, 15, 62, 72, 22, array['LTO-8', 'LTO-9']::text[], array['LTO-8', 'LTO-9']::text[], 'vendor datasheet (rounded)'),
     ('LTO-9', 'LTO', 9, 'L9', 400, 18000000000000, 11, 15, 70, 86, 22, array['LTO-9']::text[], array['LTO-9']::text[], 'vendor datasheet (rounded)'),

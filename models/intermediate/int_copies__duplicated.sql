@@ -15,7 +15,7 @@
 }}
 
 -- The live copies of files (source, file_id) that have more than one live copy: the
--- duplicates left by lost-acknowledgement retries (DOMAIN.md). copy_rank 1 is the file's first
+-- duplicates left by lost-acknowledgement retries (docs/domain.md). copy_rank 1 is the file's first
 -- copy (oldest written_at, then copy_no, then copy_id); the highest rank is the newest copy,
 -- the one tape clients recall. Every other file has one live copy, its first. Incremental:
 -- a build recomputes the files with a copy on a volume changed since the last one.

@@ -1,4 +1,4 @@
-{#- The published gap conventions (DOMAIN.md, "Positional gap"):
+{#- The published gap conventions (docs/domain.md, "Positional gap"):
     - a member of a small-file aggregate (offset or aggregate id set, or sharing the position of
       the previous file) is left out of the gap statistics, every member of the aggregate;
     - the first file of a dataset on a tape has no gap;

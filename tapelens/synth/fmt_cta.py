@@ -1,4 +1,4 @@
-"""CERN CTA `cta-admin tf ls` (FORMATS.md), as JSON lines and as the text table.
+"""CERN CTA `cta-admin tf ls` (docs/formats/cta-tf.md), as JSON lines and as the text table.
 
 JSON (one object per line, af/df/tf nested as cta-admin --json prints them, 64-bit numbers as
 strings) is the primary catalog: it has the path (df.path) and the creation time to the second.

@@ -1,4 +1,5 @@
-"""Fermilab Enstore `enstore info --list VOL` (FORMATS.md): one listing per volume.
+"""Fermilab Enstore `enstore info --list VOL` (docs/formats/enstore-list.md): one listing per
+volume.
 
     label  bfid  size  location_cookie  delflag  original_name
     VA1234  CDMS124880530600000  5159052972  0000_000000000_0000123  active  /pnfs/fs/usr/...

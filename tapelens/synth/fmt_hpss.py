@@ -1,4 +1,4 @@
-"""HPSS `hsi ls -P -R` listing (FORMATS.md): tab separated, by directory.
+"""HPSS `hsi ls -P -R` listing (docs/formats/hpss-lsp.md): tab separated, by directory.
 
     DIRECTORY	/atlas/data22/AOD/...
     FILE	<path>	<size>	<size>	<section>+<offset>	<PV>	<cos>	0	1

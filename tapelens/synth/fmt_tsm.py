@@ -1,4 +1,4 @@
-"""IBM Spectrum Protect (TSM) dumps (FORMATS.md), as dsmadmc writes them.
+"""IBM Spectrum Protect (TSM) dumps (docs/formats/tsm.md), as dsmadmc writes them.
 
 - contents.csv: `select * from contents` (-comma), one line per object on a volume in volume
   order, so position = rank on the volume; aggregate members share the rank, AGGREGATED "i/n".

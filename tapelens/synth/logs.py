@@ -1,4 +1,4 @@
-"""The operations history written as the logs each site's systems keep (FORMATS.md).
+"""The operations history written as the logs each site's systems keep (docs/formats/README.md).
 
 Per profile: bnl an HPSS PVL log and a staging-queue CSV; gridka dCache billing, one file a day;
 cern the CTA tape daemon's JSON log; fnal dCache billing, one file a year; every profile also the

@@ -2,7 +2,7 @@
 
 Campaigns ask for whole datasets or scattered files some time after they were written; a
 scheduler turns the requests into mounts and reads (recall_sim.py) and the physics per media
-type (physics.py) gives every step its time. The two schedulers of DOMAIN.md:
+type (physics.py) gives every step its time. The two schedulers of docs/domain.md:
 
 - fifo: direct submission. Requests reach the library one by one in arrival order; a request for
   a mounted tape waits for that drive, any other takes the compatible drive that frees first. A
@@ -57,7 +57,7 @@ class OperationsParams:
     drives_per_media: int = 4  # with drives=None: this many of each media's own drive type
     robots: int = 2
     failure_probability: float = 0.01  # per read attempt
-    retry_interval_s: float = 4 * 3600.0  # DOMAIN.md: retried on a cycle, not immediately
+    retry_interval_s: float = 4 * 3600.0  # docs/domain.md: retried on a cycle, not immediately
     max_attempts: int = 3
     idle_dismount_s: float = 300.0
     submit_rate_hz: float = 20.0  # requests submitted per second from a campaign's start

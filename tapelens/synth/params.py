@@ -3,7 +3,7 @@
 A profile names the mass-storage system whose native formats the site is written in and the
 shape of that site (experiments, media generations, libraries, drives). The defaults describe
 the bnl profile; `site_params(profile, ...)` applies a profile's preset and any overrides.
-Figures are rounded from the published measurements summarised in DOMAIN.md; the model that
+Figures are rounded from the published measurements summarised in docs/domain.md; the model that
 turns them into placements lives in site.py, writepath.py and tapes.py.
 """
 

@@ -1,10 +1,10 @@
 """Where the time goes when files are read from one mounted tape: the synthetic site's physics.
 
 A recall mounts a cartridge (robot move from its cell, load), locates to the first file, then for
-each next file either reads through the bytes in between (a small positional gap: the drive
-streams over other people's files) or locates (a large gap: a bounded time that grows with the
-distance), pays a per-file overhead and streams the file at an effective rate with noise; at the
-end it rewinds and unloads (DOMAIN.md). These parameters are the ground truth that the throughput
+each next file either reads through the bytes in between (a small positional gap: the drive streams
+over other people's files) or locates (a large gap: a bounded time that grows with the distance),
+pays a per-file overhead and streams the file at an effective rate with noise; at the end it
+rewinds and unloads (docs/domain.md). These parameters are the ground truth that the throughput
 model must recover from the generated logs, so every choice here is explicit and documented.
 
 A tape object is a position on the volume: one file, or a small-file aggregate whose members
@@ -31,12 +31,12 @@ LOCATE_BASE_SHARE = 0.2
 # slope is set so that the mean over a uniformly random target equals the media's average locate.
 LOCATE_CAP_REACH = 0.75
 # Effective streaming rate as a share of the native rate: GridKa saw 160-210 MB/s for files
-# > 9 GB on drives rated 250-360 MB/s (DOMAIN.md), i.e. roughly 0.6-0.85 of native.
+# > 9 GB on drives rated 250-360 MB/s (docs/domain.md), i.e. roughly 0.6-0.85 of native.
 RATE_SHARE = 0.85
 # Per-file cost besides positioning and streaming (tape mark, open/close, disk-side create):
-# a few seconds, the order of the 6 s -> 1 s per-file ingest times quoted in DOMAIN.md.
+# a few seconds, the order of the 6 s -> 1 s per-file ingest times quoted in docs/domain.md.
 OVERHEAD_S = 4.0
-# Positional gaps up to this many read through; larger gaps locate (DOMAIN.md: "up to gaps of
+# Positional gaps up to this many read through; larger gaps locate (docs/domain.md: "up to gaps of
 # about 5" the rate falls as 1/gap, "beyond about 10 files the drive fast-forwards").
 READ_THROUGH_MAX_GAP = 10
 # Log-normal sigmas of the multiplicative noise on streaming time and on locate time.

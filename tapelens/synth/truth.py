@@ -1,6 +1,6 @@
 """Ground truth: the gap statistics the generator knows to be true.
 
-Gap conventions (the published analysis, DOMAIN.md): on one tape, a dataset's files in position
+Gap conventions (the published analysis, docs/domain.md): on one tape, a dataset's files in position
 order; the gap (posdiff) of a file is its position minus the previous file's. The first file of
 a dataset on a tape has no gap; members of small-file aggregates are left out of the statistics,
 every member (the posdiff is taken over all the dataset's copies on the tape, members included,

@@ -166,7 +166,7 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
     rows = {r["media_type"]: r for r in csv.DictReader(io.StringIO(out))}
     assert rows["LTO-8"]["source"].startswith("calibrated ")
     assert "on 288 reads" in rows["LTO-8"]["source"]
-    assert rows["LTO-7"]["source"] == "default (BNL LTO-7 measurements (DOMAIN.md))"
+    assert rows["LTO-7"]["source"] == "default (BNL LTO-7 measurements (docs/domain.md))"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -26,7 +26,7 @@ def run(requests: pl.DataFrame, drives: int, config: SimConfig, seed: int = 0) -
 
 
 def test_a_deeper_queue_window_lets_the_sorted_scheduler_read_faster() -> None:
-    """DOMAIN.md: raising dCache's limit from 2,000 to 30,000 requests raised GridKa's recall
+    """docs/domain.md: raising dCache's limit from 2,000 to 30,000 requests raised GridKa's recall
     rate by about 50%. 50,000 files scattered over 500 tapes: with 2,000 visible the scheduler
     sees ~4 files of a tape at a time, with 30,000 it sees most of them."""
     requests = scattered_requests(
@@ -41,7 +41,7 @@ def test_a_deeper_queue_window_lets_the_sorted_scheduler_read_faster() -> None:
 
 
 def test_immediate_retries_after_an_outage_do_worse_than_cycled_ones() -> None:
-    """DOMAIN.md: immediate mass retries after an outage caused cache purges and unsorted
+    """docs/domain.md: immediate mass retries after an outage caused cache purges and unsorted
     re-reads. Here the network is down for two hours in the middle of a scattered recall
     behind dCache's window: immediate retries cancel what the library staged meanwhile and
     come back in no useful order; cycled retries leave the library's queue alone."""

@@ -1,4 +1,4 @@
-"""The throughput model against closed forms and the published gap behaviour (DOMAIN.md)."""
+"""The throughput model against closed forms and the published gap behaviour (docs/domain.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every profile writes its native formats as FORMATS.md shows them, parsed minimally here."""
+"""Every profile writes its native formats as docs/formats/ shows them, parsed minimally here."""
 
 from __future__ import annotations
 
