@@ -28,6 +28,20 @@ import polars as pl
 from tapelens.errors import InputError, ParseError
 
 BATCH_ROWS = 200_000
+# The longest line any reader accepts. Real lines are far shorter (a path is at most 4,096 bytes
+# on Linux, a log record a few kilobytes); anything longer is a corrupt or foreign file, refused
+# as one line without holding it in memory.
+MAX_LINE_BYTES = 64 * 1024
+LONG_LINE = f"line longer than {MAX_LINE_BYTES:,} bytes (the longest line a reader accepts)"
+LONG_LINE_KEPT = 200  # bytes of an over-long line kept with its rejection
+
+
+def long_line_start(raw: bytes) -> str:
+    """What is kept of a refused over-long line: its start, readable, marked as cut."""
+    text = raw[:LONG_LINE_KEPT].decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+    return text + "..."
+
+
 # Optional column of a parser's frames: the input line each row came from. The loader uses it to
 # refuse one line alone when a value fails its checks before COPY; canonical.conform drops it.
 LINE_NO = "line_no"
@@ -139,11 +153,26 @@ class LineReader:
         except (OSError, ValueError):
             return 0
 
+    def _raw_lines(self) -> Iterator[tuple[bytes, bool]]:
+        """The input's lines with terminators, and whether each is within MAX_LINE_BYTES; a
+        longer line is read to its end in bounded pieces and only its start is kept."""
+        readline = self._stream.readline
+        while line := readline(MAX_LINE_BYTES + 1):
+            if line.endswith(b"\n") or len(line) <= MAX_LINE_BYTES:
+                yield line, True
+                continue
+            while (rest := readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield line[:LONG_LINE_KEPT], False
+
     def __iter__(self) -> Iterator[Line]:
         no = 0
         try:
-            for raw in self._stream:
+            for raw, fits in self._raw_lines():
                 no += 1
+                if not fits:
+                    self.encoding_rejects.append(Reject(no, long_line_start(raw), LONG_LINE))
+                    continue
                 raw = raw.rstrip(b"\r\n")
                 try:
                     text = raw.decode("utf-8")
@@ -194,6 +223,10 @@ class Collector:
 
     def reject(self, line: Line, reason: str) -> None:
         if self.options.strict:
+            # An earlier line that could not even be decoded is the first problem of the file.
+            enc = self.reader.encoding_rejects
+            if enc and enc[0].line_no < line.no:
+                raise ParseError(self.reader.name, enc[0].line_no, enc[0].reason)
             raise ParseError(self.reader.name, line.no, reason)
         self.rejects.append(Reject(line.no, line.text, reason))
 

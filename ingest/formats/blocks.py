@@ -21,7 +21,16 @@ from pathlib import Path
 import polars as pl
 
 from tapelens.errors import InputError
-from tapelens.ingest.formats.base import COMPRESSION_HEAD, LineReader, Reject, compression_of
+from tapelens.ingest.formats.base import (
+    COMPRESSION_HEAD,
+    LONG_LINE,
+    LONG_LINE_KEPT,
+    MAX_LINE_BYTES,
+    LineReader,
+    Reject,
+    compression_of,
+    long_line_start,
+)
 
 # A line that was refused while decoding stands in the block as this text; NUL cannot occur in a
 # line that reached the parser (LineReader refuses those too), so it never clashes with data.
@@ -66,8 +75,12 @@ class BlockReader(LineReader):
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
-                pending += chunk  # a line longer than a block: keep reading
+                # A line longer than a block: keep reading, but hold no more of it than it takes
+                # to refuse it (split_lines refuses any line over MAX_LINE_BYTES).
+                pending = (pending + chunk)[: MAX_LINE_BYTES + 1]
                 continue
+            if len(pending) > MAX_LINE_BYTES:
+                pending = pending[: MAX_LINE_BYTES + 1]
             if not pending and cut == len(chunk) - 1:
                 whole = chunk
             else:  # one copy: the carried-over start of a line, then the chunk's whole lines
@@ -153,7 +166,7 @@ def split_lines(block: Block) -> tuple[list[str], list[Reject]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    if text is not None and "\x00" not in text:
+    if text is not None and "\x00" not in text and not has_long_line(data):
         lines = text.split("\n")
         if "\r" in text:
             lines = [line.rstrip("\r") for line in lines]
@@ -162,6 +175,10 @@ def split_lines(block: Block) -> tuple[list[str], list[Reject]]:
     for i, raw in enumerate(data.split(b"\n")):
         raw = raw.rstrip(b"\r")
         no = block.first_line_no + i
+        if len(raw) > MAX_LINE_BYTES:
+            rejects.append(Reject(no, long_line_start(raw[:LONG_LINE_KEPT]), LONG_LINE))
+            lines.append(REFUSED)
+            continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -182,10 +199,24 @@ def split_lines(block: Block) -> tuple[list[str], list[Reject]]:
     return lines, rejects
 
 
+def has_long_line(data: bytes) -> bool:
+    """True when `data` may hold a line over MAX_LINE_BYTES (exact check left to the caller).
+
+    Looks for a stretch of half the limit with no newline, aligned on multiples of it: any line
+    over the limit contains one. That is a few hundred `find`s per block, not a pass per line.
+    """
+    step = MAX_LINE_BYTES // 2
+    if len(data) <= MAX_LINE_BYTES:
+        return False
+    find = data.find
+    return any(find(b"\n", at, at + step) < 0 for at in range(0, len(data) - step + 1, step))
+
+
 def fast_path_ok(block: Block) -> bool:
-    """True when a CSV reader can take the block as is: valid UTF-8, no NUL, no CR."""
+    """True when a CSV reader can take the block as is: valid UTF-8, no NUL, no CR, no line
+    over MAX_LINE_BYTES."""
     data = block.data
-    if b"\x00" in data or b"\r" in data:
+    if b"\x00" in data or b"\r" in data or has_long_line(data):
         return False
     if data.isascii():
         return True

@@ -1,0 +1,76 @@
+"""Every reader refuses an over-long or undecodable line alone, and strict mode names it.
+
+Runs over the whole format registry, so a new reader is held to the same rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tapelens.errors import ParseError
+from tapelens.ingest.formats import FORMATS, Format
+from tapelens.ingest.formats.base import LONG_LINE, MAX_LINE_BYTES, ParseOptions
+
+DATA = Path(__file__).parent.parent / "data" / "catalog"
+FORMAT_IDS = [f"{f.kind}-{f.name}-{f.function}" for f in FORMATS]
+# Formats whose first line must be their header; the others take any first line.
+HEADERS = {("catalog", "csv"): (DATA / "copies.csv").read_bytes().splitlines()[0]}
+
+
+def first(fmt: Format, default: bytes) -> bytes:
+    return HEADERS.get((fmt.kind, fmt.name), default) + b"\n"
+
+
+def options(tmp_path: Path, **extra: object) -> ParseOptions:
+    archives = tmp_path / "archives.csv"
+    archives.write_text((DATA / "archives.csv").read_text())
+    return ParseOptions(
+        source="t",
+        year=2021,
+        volume="VOL001",
+        extra={"archives": str(archives), "listed_at": "2024-03-01T00:00:00Z"},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def outcome(fmt: Format, path: Path, opts: ParseOptions) -> tuple[int, dict[int, str]]:
+    rows, rejects = 0, {}
+    for batch in fmt.parser()(path, options=opts):
+        rows += batch.frame.height
+        rejects.update({r.line_no: r.reason for r in batch.rejects})
+    return rows, rejects
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+@pytest.mark.parametrize("size", [MAX_LINE_BYTES + 1, 1 << 20, 40 << 20])
+def test_an_over_long_line_is_refused_alone(tmp_path: Path, fmt: Format, size: int) -> None:
+    """A line just over the limit, of 1 MB, and longer than a read block: refused as that line."""
+    path = tmp_path / "input-2021.txt"
+    path.write_bytes(first(fmt, b"x") + b"A\t" * (size // 2 + 1) + b"\nx\n")
+    if fmt.per_volume:
+        path = path.rename(tmp_path / "VOL001.txt")
+    _, rejects = outcome(fmt, path, options(tmp_path))
+    assert rejects.get(2) == LONG_LINE
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_an_over_long_last_line_without_newline(tmp_path: Path, fmt: Format) -> None:
+    path = tmp_path / "input-2021.txt"
+    path.write_bytes(first(fmt, b"x") + b"x\n" * 2 + b"B" * (MAX_LINE_BYTES * 3))
+    _, rejects = outcome(fmt, path, options(tmp_path))
+    assert rejects.get(4) == LONG_LINE
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_strict_names_the_undecodable_line_before_a_bad_one(tmp_path: Path, fmt: Format) -> None:
+    """Line 2 cannot be decoded, line 3 is not the format: strict mode stops at line 2."""
+    path = tmp_path / "input-2021.txt"
+    path.write_bytes(first(fmt, b"") + b"caf\xe9 \xff\xfe\n" + b"!! not any format !!\n")
+    lenient_rows, rejects = outcome(fmt, path, options(tmp_path))
+    assert 2 in rejects and "UTF-8" in rejects[2]
+    with pytest.raises(ParseError) as err:
+        outcome(fmt, path, options(tmp_path, strict=True))
+    assert err.value.line == 2
+    assert lenient_rows == 0
