@@ -28,7 +28,13 @@ from tapelens.ingest.formats import (
     staging_csv,
     transfers_csv,
 )
-from tapelens.ingest.formats.base import COMPRESSION_HEAD, Batch, ParseOptions, compression_of
+from tapelens.ingest.formats.base import (
+    COMPRESSION_HEAD,
+    LINE_NO,
+    Batch,
+    ParseOptions,
+    compression_of,
+)
 from tests.props import examples
 
 DATA = Path(__file__).parent.parent / "data" / "logs"
@@ -96,6 +102,9 @@ def check(fn: ParseFn, kind: str, lines: list[bytes], **options: Any) -> None:
 
 def valid_frame(frame: pl.DataFrame, kind: str) -> None:
     assert len(frame) <= BATCH_ROWS
+    if LINE_NO in frame.columns:  # the row's input line (none for a row made of several)
+        assert (frame[LINE_NO].drop_nulls() >= 1).all()
+        frame = frame.drop(LINE_NO)
     assert frame.schema == pl.Schema(SCHEMAS[kind])
     assert frame.select(pl.col(REQUIRED[kind]).null_count()).sum_horizontal().item() == 0
     for name, dtype in SCHEMAS[kind].items():
