@@ -71,6 +71,16 @@ class DatasetRules:
                 raise ConfigError(
                     setting, "the command line", f"the regex needs a named group (?P<{group}>...)"
                 )
+            # Python's engine checked the syntax; the loader runs the rule in Polars' engine,
+            # which has no look-around or backreferences: try it there too, before any load.
+            try:
+                pl.select(pl.lit("/a/b").str.extract(pattern, compiled.groupindex[group]))
+            except pl.exceptions.PolarsError as exc:
+                lines = [ln.strip() for ln in str(exc).splitlines()]
+                why = next((ln[7:] for ln in lines if ln.startswith("error: ")), lines[0])
+                raise ConfigError(
+                    setting, "the command line", f"a regex the engine cannot run ({why})"
+                ) from None
 
 
 def _named_group(expr: pl.Expr, pattern: str, group: str) -> pl.Expr:

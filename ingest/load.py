@@ -1,10 +1,21 @@
-"""The loader: one input file into the canonical tables, all or nothing.
+"""The loader: input files into the canonical tables, all or nothing.
 
-Per input file, in one transaction: an ingest_runs row; the parser's batches streamed through a
+Per load, in one transaction: an ingest_runs row per file; each file's batches streamed through a
 single COPY (into a temporary table, or straight into tape_files on the first load of a catalog
 source, when no row can conflict); the refused lines into ingest_rejects; an upsert into the
 canonical table; copies that a newer dump no longer lists marked removed; unseen volumes added to
-tapes. A re-run of a file already loaded (same sha256, kind, format, source) changes nothing.
+tapes. Several files of one whole-catalog dump load together, as one dump (their union).
+
+Safety rules, each with its reason:
+- Loads are serialised by one advisory lock, so run ids grow in commit order (incremental marts
+  use the highest run id seen as their watermark) and two identical ingests at once cannot both
+  load: the second waits, then finds the file loaded and reports it unchanged.
+- A file already loaded is a no-op only while it is still the current state of its source; an
+  older dump loaded again after a newer one loads, restoring the older state.
+- A catalog dump that would retire more than a set share of its source's live copies (an empty
+  dump: any) is refused, nothing changed, until the user allows it (ShrinkGuard).
+- Values the database would refuse are checked before COPY and refused with their line; a row
+  the server still refuses is found by bisection, refused alone, and the rest loads.
 """
 
 from __future__ import annotations
@@ -17,8 +28,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -30,9 +41,10 @@ from psycopg import sql
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.ingest import canonical
+from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
+from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject
 
 # progress(bytes_read, total_bytes or None, rows_loaded)
 Progress = Callable[[int, int | None, int], None]
@@ -108,7 +120,12 @@ def _prepare(kind: str, frame: pl.DataFrame, rules: DatasetRules) -> pl.DataFram
             .fill_null(1)
             .alias("copy_no"),
         )
-    return canonical.conform(kind, frame)
+    lines = frame[LINE_NO] if LINE_NO in frame.columns else None
+    conformed = canonical.conform(kind, frame)
+    # The rows' input lines stay beside them until the checks and a careful COPY are done.
+    return conformed.with_columns(
+        lines if lines is not None else pl.lit(None, pl.Int64).alias(LINE_NO)
+    )
 
 
 def _csv(frame: pl.DataFrame) -> bytes:
@@ -151,6 +168,7 @@ class _Rejects:
         stmt = sql.SQL("copy {} (line_no, raw, reason) from stdin (format csv)").format(
             _ident("_tapelens_rejects")
         )
+        cur.execute("drop table if exists _tapelens_rejects")  # an earlier file of the dump
         cur.execute(
             "create temp table _tapelens_rejects (line_no bigint, raw text, reason text)"
             " on commit drop"
@@ -170,13 +188,28 @@ class _Rejects:
         self._buf.close()
 
 
-def _already_loaded(conn: psycopg.Connection, sha: str, fmt: Format, source: str) -> int | None:
-    row = conn.execute(
-        "select run_id from tapelens.ingest_runs where sha256 = %s and kind = %s and format = %s"
-        " and source = %s and status = 'loaded'",
-        [sha, fmt.kind, fmt.name, source],
-    ).fetchone()
-    return int(row[0]) if row else None
+# One lock for every load: loads commit one at a time, so run ids grow in commit order.
+LOAD_LOCK = 0x7461_7065_6C65_6E73  # "tapelens"
+
+
+@dataclass(frozen=True)
+class ShrinkGuard:
+    """How much of a source's live catalog one dump may retire before it is refused."""
+
+    max_share: float = 0.10  # of the copies live in the dump's scope
+    allow: bool = False  # --allow-shrink: the user confirmed the catalog really shrank
+
+
+class ShrinkRefused(InputError):
+    """A dump would retire much of what is stored: refused until the user confirms it."""
+
+
+@dataclass
+class _File:
+    shown: str  # as the user named it
+    real: Path  # a real file (stdin spooled)
+    sha: str
+    total: int  # bytes
 
 
 def _source_is_empty(conn: psycopg.Connection, source: str) -> bool:
@@ -184,6 +217,40 @@ def _source_is_empty(conn: psycopg.Connection, source: str) -> bool:
         "select not exists (select 1 from tapelens.tape_files where source = %s)", [source]
     ).fetchone()
     return bool(row and row[0])
+
+
+def _current_runs(
+    conn: psycopg.Connection, fmt: Format, source: str, shas: list[str], per_volume: bool
+) -> list[int] | None:
+    """The runs that loaded these files, when loading them again would change nothing.
+
+    Logs (transfers, mounts) add events: a file once loaded is always a no-op. A catalog or an
+    inventory is a state: loading the file again is a no-op only while it is the source's
+    current state, i.e. no later load of that source replaced it (for a per-volume listing:
+    no later load covered any of its volumes).
+    """
+    runs: list[tuple[int, list[str] | None]] = []
+    for sha in shas:
+        row = conn.execute(
+            "select run_id, volumes from tapelens.ingest_runs where sha256 = %s and kind = %s"
+            " and format = %s and source = %s and status = 'loaded'"
+            " order by run_id desc limit 1",
+            [sha, fmt.kind, fmt.name, source],
+        ).fetchone()
+        if row is None:
+            return None
+        runs.append((int(row[0]), row[1]))
+    if fmt.kind not in ("catalog", "tapes"):
+        return [r for r, _ in runs]
+    newest = max(r for r, _ in runs)
+    volumes = sorted({v for _, vols in runs for v in (vols or [])})
+    overlap = " and (volumes is null or volumes && %(v)s::text[])" if per_volume else ""
+    later = conn.execute(
+        "select exists (select 1 from tapelens.ingest_runs where kind = %(k)s"
+        " and source = %(s)s and status = 'loaded' and run_id > %(r)s" + overlap + ")",
+        {"k": fmt.kind, "s": source, "r": newest, "v": volumes},
+    ).fetchone()
+    return None if later and later[0] else [r for r, _ in runs]
 
 
 def ingest_file(
@@ -194,103 +261,178 @@ def ingest_file(
     rules: DatasetRules | None = None,
     progress: Progress | None = None,
     partial: bool | None = None,
+    guard: ShrinkGuard | None = None,
 ) -> IngestResult:
     """Load one input file; all or nothing. `partial`: the file lists only some volumes of its
     source, so only copies on those volumes can be marked removed (default: the format's nature)."""
-    rules = rules or DatasetRules()
-    per_volume = fmt.per_volume if partial is None else partial
-    started = time.monotonic()
-    with _materialised(path) as real:
-        shown = str(path)
-        sha = sha256_of(real)
-        total = real.stat().st_size
-        # Autocommit, so that conn.transaction() below is a real BEGIN ... COMMIT.
-        conn = connect(dsn, autocommit=True)
-        try:
-            prior = _already_loaded(conn, sha, fmt, options.source)
-            if prior is not None:
-                return IngestResult(shown, fmt.kind, fmt.name, options.source, "unchanged", prior)
-            return _load(
-                conn,
-                dsn,
-                fmt,
-                real,
-                shown,
-                sha,
-                total,
-                options,
-                rules,
-                progress,
-                per_volume,
-                started,
-            )
-        finally:
-            conn.close()
+    return ingest_files(
+        dsn, fmt, [path], options, rules, (lambda _: progress) if progress else None, partial, guard
+    )[0]
 
 
-def _load(
-    conn: psycopg.Connection,
+def ingest_files(
     dsn: str,
     fmt: Format,
-    real: Path,
-    shown: str,
-    sha: str,
-    total: int,
+    paths: Sequence[str | Path],
+    options: ParseOptions,
+    rules: DatasetRules | None = None,
+    progress_for: Callable[[str], Progress | None] | None = None,
+    partial: bool | None = None,
+    guard: ShrinkGuard | None = None,
+) -> list[IngestResult]:
+    """Load input files of one format and source; one result per file, in the given order.
+
+    The files of a whole-catalog dump are one dump (their union) and load in one transaction:
+    copies none of them lists are retired once, after all of them. Any other files load one by
+    one, each all or nothing.
+    """
+    rules = rules or DatasetRules()
+    guard = guard or ShrinkGuard()
+    per_volume = fmt.per_volume if partial is None else partial
+    union = fmt.kind == "catalog" and not per_volume and len(paths) > 1
+    groups = [list(paths)] if union else [[p] for p in paths]
+    results: list[IngestResult] = []
+    for group in groups:
+        with ExitStack() as stack:
+            files = []
+            for path in group:
+                real = stack.enter_context(_materialised(path))
+                files.append(_File(str(path), real, sha256_of(real), real.stat().st_size))
+            results += _load_group(dsn, fmt, files, options, rules, progress_for, per_volume, guard)
+    return results
+
+
+def _load_group(
+    dsn: str,
+    fmt: Format,
+    files: list[_File],
+    options: ParseOptions,
+    rules: DatasetRules,
+    progress_for: Callable[[str], Progress | None] | None,
+    per_volume: bool,
+    guard: ShrinkGuard,
+) -> list[IngestResult]:
+    started = time.monotonic()
+    source = options.source
+
+    def unchanged(runs: list[int]) -> list[IngestResult]:
+        return [
+            IngestResult(f.shown, fmt.kind, fmt.name, source, "unchanged", r)
+            for f, r in zip(files, runs, strict=True)
+        ]
+
+    # Autocommit, so that conn.transaction() below is a real BEGIN ... COMMIT.
+    conn = connect(dsn, autocommit=True)
+    current = None
+    try:
+        runs = _current_runs(conn, fmt, source, [f.sha for f in files], per_volume)
+        if runs is not None:
+            return unchanged(runs)
+        loaded: list[_Loaded] = []
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("select pg_advisory_xact_lock(%s)", [LOAD_LOCK])
+                # Another load may have committed the same files while this one waited.
+                runs = _current_runs(conn, fmt, source, [f.sha for f in files], per_volume)
+                if runs is not None:
+                    return unchanged(runs)
+                for f in files:
+                    current = f
+                    progress = progress_for(f.shown) if progress_for else None
+                    loaded.append(_load_file(conn, cur, fmt, f, options, rules, progress))
+                current = None
+                run_ids = [x.run_id for x in loaded]
+                volumes = sorted(set().union(*(x.volumes for x in loaded)))
+                listed = sum(x.rows for x in loaded)
+                shown = ", ".join(f.shown for f in files)
+                removed = _finish(
+                    cur, fmt, source, run_ids, volumes, per_volume, listed, guard, shown
+                )
+                hook = fmt.after_load_hook()
+                for x in loaded:
+                    if hook is not None:
+                        hook(cur, source, x.run_id)
+                    cur.execute(
+                        "update tapelens.ingest_runs set rows = %s, rejects = %s, volumes = %s,"
+                        " status = 'loaded', finished_at = now() where run_id = %s",
+                        [x.rows, x.rejects, sorted(x.volumes) if per_volume else None, x.run_id],
+                    )
+        finally:
+            for x in loaded:
+                x.rejects_spool.close()
+    except ParseError as exc:
+        failed = current or files[0]
+        if exc.path == str(failed.real):  # stdin was spooled to a temporary file
+            exc = ParseError(failed.shown, exc.line, exc.reason)
+        _record_failure(dsn, fmt, source, failed.shown, failed.sha, str(exc))
+        raise exc from None
+    except ShrinkRefused as exc:
+        for f in files:
+            _record_failure(dsn, fmt, source, f.shown, f.sha, str(exc))
+        raise
+    except psycopg.Error as exc:
+        failed = current or files[0]
+        message = " ".join(str(exc).split())
+        _record_failure(dsn, fmt, source, failed.shown, failed.sha, message)
+        raise DatabaseError(f"{failed.shown}: nothing loaded: {message} ({redact(dsn)})") from None
+    finally:
+        conn.close()
+    seconds = time.monotonic() - started
+    # The retired copies are the dump's, counted once, on its first file.
+    return [
+        IngestResult(
+            f.shown,
+            fmt.kind,
+            fmt.name,
+            source,
+            "loaded",
+            x.run_id,
+            x.rows,
+            x.rejects,
+            x.skipped,
+            removed if i == 0 else 0,
+            seconds,
+            x.first_reject,
+            tuple(x.notes),
+        )
+        for i, (f, x) in enumerate(zip(files, loaded, strict=True))
+    ]
+
+
+@dataclass
+class _Loaded:
+    run_id: int
+    rows: int
+    rejects: int
+    skipped: int
+    volumes: set[str]
+    notes: list[str]
+    first_reject: Reject | None
+    rejects_spool: _Rejects
+
+
+def _load_file(
+    conn: psycopg.Connection,
+    cur: psycopg.Cursor,
+    fmt: Format,
+    f: _File,
     options: ParseOptions,
     rules: DatasetRules,
     progress: Progress | None,
-    per_volume: bool,
-    started: float,
-) -> IngestResult:
+) -> _Loaded:
+    row = cur.execute(
+        "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status)"
+        " values (%s, %s, %s, %s, %s, 'running') returning run_id",
+        [fmt.kind, fmt.name, options.source, f.shown, f.sha],
+    ).fetchone()
+    assert row is not None
+    run_id = int(row[0])
     rejects = _Rejects()
-    try:
-        with conn.transaction(), conn.cursor() as cur:
-            row = cur.execute(
-                "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status)"
-                " values (%s, %s, %s, %s, %s, 'running') returning run_id",
-                [fmt.kind, fmt.name, options.source, shown, sha],
-            ).fetchone()
-            assert row is not None
-            run_id = int(row[0])
-            rows, skipped, volumes, notes = _copy_batches(
-                conn, cur, fmt, real, shown, options, rules, progress, total, run_id, rejects
-            )
-            rejects.copy_into(cur, run_id)
-            removed = _finish(cur, fmt, options.source, run_id, sorted(volumes), per_volume)
-            hook = fmt.after_load_hook()
-            if hook is not None:
-                hook(cur, options.source, run_id)
-            cur.execute(
-                "update tapelens.ingest_runs set rows = %s, rejects = %s, status = 'loaded',"
-                " finished_at = now() where run_id = %s",
-                [rows, rejects.count, run_id],
-            )
-    except ParseError as exc:
-        if exc.path == str(real):  # stdin was spooled to a temporary file: name it as given
-            exc = ParseError(shown, exc.line, exc.reason)
-        _record_failure(dsn, fmt, options.source, shown, sha, str(exc))
-        raise exc from None
-    except psycopg.Error as exc:
-        message = " ".join(str(exc).split())
-        _record_failure(dsn, fmt, options.source, shown, sha, message)
-        raise DatabaseError(f"{shown}: nothing loaded: {message} ({redact(dsn)})") from None
-    finally:
-        rejects.close()
-    return IngestResult(
-        shown,
-        fmt.kind,
-        fmt.name,
-        options.source,
-        "loaded",
-        run_id,
-        rows,
-        rejects.count,
-        skipped,
-        removed,
-        time.monotonic() - started,
-        rejects.first,
-        tuple(notes),
+    rows, skipped, volumes, notes = _copy_batches(
+        conn, cur, fmt, f.real, f.shown, options, rules, progress, f.total, run_id, rejects
     )
+    rejects.copy_into(cur, run_id)
+    return _Loaded(run_id, rows, rejects.count, skipped, volumes, notes, rejects.first, rejects)
 
 
 def _copy_batches(
@@ -313,16 +455,19 @@ def _copy_batches(
     extra = [] if kind == "tapes" else ["ingest_run_id"]
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
     stage = sql.Identifier("_tapelens_stage")
+    # The files of one dump share the transaction: each gets a fresh stage. Its constraints are
+    # the table's, so that a row the table would refuse is refused by the COPY, where it can be
+    # found, rather than by the upsert.
+    cur.execute("drop table if exists _tapelens_stage")
     cur.execute(
-        sql.SQL("create temp table {} (like {} including defaults) on commit drop").format(
-            stage, _ident("tapelens", canonical.TABLES[kind])
-        )
+        sql.SQL(
+            "create temp table {} (like {} including defaults including constraints) on commit drop"
+        ).format(stage, _ident("tapelens", canonical.TABLES[kind]))
     )
-    if direct:
-        cur.execute("savepoint direct_copy")
+    cur.execute("savepoint load_stream")
     target = _ident("tapelens", "tape_files") if direct else stage
 
-    def stream(into: sql.Composable, straight: bool) -> tuple[int, int, set[str], list[str]]:
+    def stream(into: sql.Composable, straight: bool, careful: bool) -> _Streamed:
         return _stream(
             cur,
             fmt,
@@ -337,15 +482,23 @@ def _copy_batches(
             into,
             cols + extra,
             straight,
+            careful,
         )
 
     try:
-        return stream(target, direct)
-    except psycopg.errors.UniqueViolation:
-        # The file lists the same copy twice: load it through the temporary table instead.
-        cur.execute("rollback to savepoint direct_copy")
+        return stream(target, direct, False)
+    except psycopg.Error as exc:
+        cur.execute("rollback to savepoint load_stream")
         rejects.reset()
-        return stream(stage, False)
+        if direct and isinstance(exc, psycopg.errors.UniqueViolation):
+            # The file lists the same copy twice: load it through the temporary table instead.
+            return stream(stage, False, False)
+        # The server refused a row the checks let through: copy batch by batch, and find the
+        # refused rows by bisection.
+        return stream(stage, False, True)
+
+
+_Streamed = tuple[int, int, set[str], list[str]]
 
 
 def _stream(
@@ -362,30 +515,65 @@ def _stream(
     target: sql.Composable,
     columns: list[str],
     direct: bool,
-) -> tuple[int, int, set[str], list[str]]:
+    careful: bool = False,
+) -> _Streamed:
     rows = skipped = 0
     volumes: set[str] = set()
     notes: list[str] = []
     stmt = sql.SQL("copy {} ({}) from stdin (format csv)").format(target, _cols(columns))
-    with cur.copy(stmt) as copy:
-        for batch, payload, height, batch_volumes in _encoded_batches(
-            fmt, real, shown, options, rules, run_id
-        ):
+    batches = _encoded_batches(fmt, real, shown, options, rules, run_id)
+    with ExitStack() as stack:
+        copy = None if careful else stack.enter_context(cur.copy(stmt))
+        for batch, payload, frame, batch_volumes in batches:
             rejects.add(batch.rejects)
             skipped += batch.skipped
             notes += [n for n in batch.notes if n not in notes]
-            if height:
-                copy.write(payload)
-                rows += height
+            if frame.height:
+                if copy is not None:
+                    copy.write(payload)
+                    rows += frame.height
+                else:
+                    rows += _copy_rows(cur, stmt, frame, rejects, options.strict, shown)
                 volumes |= batch_volumes
             if progress:
                 progress(batch.bytes_read, total, rows)
     if not direct:
-        rows = _upsert(cur, fmt.kind, columns)
+        rows = _upsert(cur, fmt.kind, columns, run_id)
     return rows, skipped, volumes, notes
 
 
-_Encoded = tuple[Batch, bytes, int, set[str]]
+def _copy_rows(
+    cur: psycopg.Cursor,
+    stmt: sql.Composed,
+    frame: pl.DataFrame,
+    rejects: _Rejects,
+    strict: bool,
+    shown: str,
+) -> int:
+    """COPY the rows the server takes; refuse each one it does not (found by bisection)."""
+    cur.execute("savepoint load_rows")
+    try:
+        with cur.copy(stmt) as copy:
+            copy.write(_csv(frame.drop(LINE_NO)))
+    except psycopg.Error as exc:
+        cur.execute("rollback to savepoint load_rows")
+        if frame.height > 1:
+            half = frame.height // 2
+            return _copy_rows(cur, stmt, frame[:half], rejects, strict, shown) + _copy_rows(
+                cur, stmt, frame[half:], rejects, strict, shown
+            )
+        row = frame.row(0, named=True)
+        line = int(row[LINE_NO] or 0)
+        reason = "refused by the database: " + str(exc).split("\n")[0].strip()
+        if strict:
+            raise ParseError(shown, line, reason) from None
+        rejects.add([Reject(line, render(row), reason)])
+        return 0
+    cur.execute("release savepoint load_rows")
+    return frame.height
+
+
+_Encoded = tuple[Batch, bytes, pl.DataFrame, set[str]]
 _DONE = object()
 PIPELINE_DEPTH = 2  # batches parsed ahead of the COPY: bounds memory to a few batches
 
@@ -398,10 +586,11 @@ def _encoded_batches(
     rules: DatasetRules,
     run_id: int,
 ) -> Iterator[_Encoded]:
-    """The parser's batches, conformed and CSV-encoded in a second thread.
+    """The parser's batches, checked, conformed and CSV-encoded in a second thread.
 
     Parsing (Polars, which releases the GIL) then overlaps with the server ingesting the
-    previous batch, so a load costs about the slower of the two rather than their sum.
+    previous batch, so a load costs about the slower of the two rather than their sum. Each
+    comes with its rows (and their line numbers) for a careful COPY.
     """
     out: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
     stop = threading.Event()
@@ -411,17 +600,24 @@ def _encoded_batches(
             parse = fmt.parser()
             opts = replace(options, extra={**options.extra, "display_name": shown})
             for batch in parse(real, options=opts):
-                payload, height, vols = b"", 0, set()
+                payload, frame, vols = b"", pl.DataFrame({LINE_NO: []}), set()
                 if batch.frame.height:
-                    frame = _prepare(fmt.kind, batch.frame, rules)
+                    frame, refused = refuse_unstorable(
+                        fmt.kind, _prepare(fmt.kind, batch.frame, rules)
+                    )
+                    if refused:
+                        if options.strict:
+                            first = min(refused, key=lambda r: r.line_no)
+                            raise ParseError(shown, first.line_no, first.reason)
+                        batch.rejects = sorted(batch.rejects + refused, key=lambda r: r.line_no)
                     if fmt.kind != "tapes":
                         frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
-                    payload, height = _csv(frame), frame.height
+                    payload = _csv(frame.drop(LINE_NO))
                     if "volume" in frame.columns:
                         vols = {v for v in frame["volume"].unique().to_list() if v}
                 while not stop.is_set():
                     try:
-                        out.put((batch, payload, height, vols), timeout=0.5)
+                        out.put((batch, payload, frame, vols), timeout=0.5)
                         break
                     except queue.Full:
                         continue
@@ -446,7 +642,7 @@ def _encoded_batches(
         worker.join(timeout=10)
 
 
-def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str]) -> int:
+def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> int:
     """Move the staged rows into the canonical table; return the rows staged."""
     table = _ident("tapelens", canonical.TABLES[kind])
     cols = _cols(columns)
@@ -464,7 +660,7 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str]) -> int:
                 "insert into {t} ({c}) select distinct on (source, copy_id, written_at) {c}"
                 " from _tapelens_stage order by source, copy_id, written_at"
                 " on conflict (source, copy_id, written_at) do update set {s},"
-                " last_seen_at = now(), removed_at = null"
+                " last_seen_at = now(), removed_at = null, removed_run_id = null"
             ).format(t=table, c=cols, s=sets)
         )
     elif kind == "transfers":
@@ -487,13 +683,14 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str]) -> int:
     else:  # tapes: the inventory is the authority on what it states
         cur.execute(
             sql.SQL(
-                "insert into {t} ({c}) select distinct on (volume) {c} from _tapelens_stage"
-                " order by volume"
+                "insert into {t} ({c}, updated_run_id) select distinct on (volume) {c}, {r}"
+                " from _tapelens_stage order by volume"
                 " on conflict (volume) do update set barcode = excluded.barcode,"
                 " media_type = excluded.media_type, library = excluded.library,"
                 " pool = excluded.pool, capacity_bytes = excluded.capacity_bytes,"
-                " state = excluded.state, media_from = excluded.media_from, updated_at = now()"
-            ).format(t=table, c=cols)
+                " state = excluded.state, media_from = excluded.media_from, updated_at = now(),"
+                " updated_run_id = excluded.updated_run_id"
+            ).format(t=table, c=cols, r=sql.Literal(run_id))
         )
     return staged
 
@@ -502,34 +699,79 @@ def _finish(
     cur: psycopg.Cursor,
     fmt: Format,
     source: str,
-    run_id: int,
+    run_ids: list[int],
     volumes: list[str],
     per_volume: bool,
+    listed: int,
+    guard: ShrinkGuard,
+    shown: str,
 ) -> int:
-    """Catalog bookkeeping: mark copies the dump no longer lists, register unseen volumes."""
+    """Catalog bookkeeping: mark copies the dump no longer lists, register unseen volumes.
+
+    Refuses (ShrinkRefused, so the transaction rolls back) a dump that would retire more than
+    the guard allows."""
     if fmt.kind != "catalog":
         return 0
-    # Every copy this file lists now carries this run's id; the others of its scope are gone.
+    last = max(run_ids)
+    # Every copy this dump lists now carries one of its runs' ids; the others of its scope are
+    # gone.
     scope = " and volume = any(%(v)s)" if per_volume else ""
+    args = {"s": source, "r": run_ids, "last": last, "v": volumes}
     cur.execute(
-        "update tapelens.tape_files set removed_at = now() where source = %(s)s"
-        " and removed_at is null and ingest_run_id <> %(r)s" + scope,
-        {"s": source, "r": run_id, "v": volumes},
+        "update tapelens.tape_files set removed_at = now(), removed_run_id = %(last)s"
+        " where source = %(s)s and removed_at is null and ingest_run_id <> all(%(r)s)" + scope,
+        args,
     )
     removed = max(cur.rowcount, 0)
+    if removed and not guard.allow:
+        _check_shrink(cur, source, scope, args, removed, listed, guard, shown)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
-        "insert into tapelens.tapes (volume, barcode, media_type, media_from, state)"
+        "insert into tapelens.tapes"
+        " (volume, barcode, media_type, media_from, state, updated_run_id)"
         " select v.volume, case when m.media_type is null then null else v.volume end,"
         "        coalesce(m.media_type, 'unknown'),"
-        "        case when m.media_type is null then 'unknown' else 'barcode' end, 'unknown'"
+        "        case when m.media_type is null then 'unknown' else 'barcode' end, 'unknown', %s"
         " from unnest(%s::text[]) as v(volume)"
         " left join tapelens.media_types m"
         "   on length(v.volume) = 8 and upper(right(v.volume, 2)) = m.barcode_suffix"
         " on conflict (volume) do nothing",
-        [volumes],
+        [last, volumes],
     )
     return removed
+
+
+def _check_shrink(
+    cur: psycopg.Cursor,
+    source: str,
+    scope: str,
+    args: dict[str, object],
+    removed: int,
+    listed: int,
+    guard: ShrinkGuard,
+    shown: str,
+) -> None:
+    row = cur.execute(
+        "select count(*) from tapelens.tape_files where source = %(s)s and removed_at is null"
+        + scope,
+        args,
+    ).fetchone()
+    # The copies held before the load, as far as the dump tells: those it retires and those
+    # still live (copies new in this dump count as held, which only lowers the share).
+    held = removed + int(row[0] if row else 0)
+    share = removed / held
+    if listed and share <= guard.max_share:
+        return
+    what = (
+        f"lists no copy and would retire all {removed:,} live copies"
+        if not listed
+        else f"would retire {removed:,} of the {held:,} live copies ({share:.0%}, more than"
+        f" the {guard.max_share:.0%} allowed)"
+    )
+    raise ShrinkRefused(
+        f"{shown}: this dump of source {source!r} {what}; nothing was changed. If the catalog"
+        " really shrank, load it again with --allow-shrink."
+    )
 
 
 def _record_failure(dsn: str, fmt: Format, source: str, path: str, sha: str, message: str) -> None:

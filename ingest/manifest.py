@@ -68,3 +68,28 @@ def read_manifest(path: Path) -> list[ManifestInput]:
         )
     found.sort(key=lambda m: ORDER[m.format.kind])
     return found
+
+
+def group_dumps(inputs: list[ManifestInput]) -> list[list[ManifestInput]]:
+    """The inputs in load order, the files of one whole-catalog dump together.
+
+    Catalog inputs of a whole-catalog format with the same source and options are parts of one
+    dump, loaded as their union; every other input is a load of its own.
+    """
+    groups: list[list[ManifestInput]] = []
+    by_dump: dict[str, list[ManifestInput]] = {}
+    for item in inputs:
+        if item.format.kind == "catalog" and not item.format.per_volume:
+            key = json.dumps(
+                [item.format.name, item.source, item.options, item.extra],
+                sort_keys=True,
+                default=str,
+            )
+            if key in by_dump:
+                by_dump[key].append(item)
+                continue
+            by_dump[key] = [item]
+            groups.append(by_dump[key])
+        else:
+            groups.append([item])
+    return groups

@@ -27,8 +27,8 @@ from tapelens.errors import ConfigError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import Format, formats_of, lookup
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import IngestResult, ingest_file
-from tapelens.ingest.manifest import read_manifest
+from tapelens.ingest.load import IngestResult, ShrinkGuard, ingest_files
+from tapelens.ingest.manifest import group_dumps, read_manifest
 
 ingest = BY_NAME["ingest"]
 PROGRESS_AFTER_S = 2.0  # inputs that load faster than this show no progress bar
@@ -105,17 +105,39 @@ def _run(
     source: str | None,
     rules: DatasetRules,
     partial: bool | None,
+    guard: ShrinkGuard | None = None,
     **option_values: Any,
 ) -> None:
     dsn = app.dsn()
     extra = option_values.pop("extra", {}) or {}
     options = ParseOptions(source=source or fmt.source, extra=extra, **option_values)
-    for file in files:
-        progress = _LazyProgress(Path(file).name)
-        try:
-            result = ingest_file(dsn, fmt, file, options, rules, progress, partial)
-        finally:
-            progress.close()
+    _load(dsn, fmt, list(files), options, rules, partial, guard)
+
+
+def _load(
+    dsn: str,
+    fmt: Format,
+    files: list[str | Path],
+    options: ParseOptions,
+    rules: DatasetRules,
+    partial: bool | None,
+    guard: ShrinkGuard | None,
+) -> None:
+    """Load files (one dump when they are a whole catalog's) and report each on stderr."""
+    bars: list[_LazyProgress] = []
+
+    def progress_for(name: str) -> _LazyProgress:
+        for bar in bars:
+            bar.close()
+        bars.append(_LazyProgress(Path(name).name))
+        return bars[-1]
+
+    try:
+        results = ingest_files(dsn, fmt, files, options, rules, progress_for, partial, guard)
+    finally:
+        for bar in bars:
+            bar.close()
+    for result in results:
         _report(result)
 
 
@@ -198,6 +220,18 @@ def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     help="csv: YAML mapping from the file's columns to canonical ones.",
 )
 @click.option(
+    "--allow-shrink",
+    is_flag=True,
+    help="Accept a dump that retires many of the stored copies (the catalog really shrank).",
+)
+@click.option(
+    "--max-retire",
+    type=click.FloatRange(0, 100),
+    default=10.0,
+    show_default=True,
+    help="Percent of a source's live copies a dump may retire without --allow-shrink.",
+)
+@click.option(
     "--partial/--complete",
     default=None,
     help="The file lists only some volumes (only copies on them can be marked removed) "
@@ -220,13 +254,20 @@ def catalog(
     listed_at: str | None,
     columns: str | None,
     mapping: str | None,
+    allow_shrink: bool,
+    max_retire: float,
     partial: bool | None,
 ) -> None:
     """Load where every file copy sits on tape.
 
+    Several files of a whole-catalog format are one dump (their union). A dump that would
+    retire more than --max-retire percent of the stored live copies, or an empty one, is
+    refused until --allow-shrink says the catalog really shrank.
+
     \b
     Example:
         tapelens ingest catalog --format hpss-lsp ls-P.txt.gz
+        tapelens ingest catalog --format hpss-lsp ls-P.part1.gz ls-P.part2.gz
         tapelens ingest catalog --format tsm-contents --archives archives.csv contents.csv
     """
     extra: dict[str, Any] = {}
@@ -248,6 +289,7 @@ def catalog(
         source,
         rules,
         partial,
+        ShrinkGuard(max_share=max_retire / 100, allow=allow_shrink),
         strict=strict,
         year=year,
         timezone=timezone,
@@ -354,9 +396,12 @@ def tapes(
 @ingest.command("manifest")
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False))
 @click.option("--strict", is_flag=True, help="Stop at the first bad line of any input.")
+@click.option("--allow-shrink", is_flag=True, help="As for `ingest catalog`.")
 @pass_app
-def manifest(app: App, manifest: str, strict: bool) -> None:
+def manifest(app: App, manifest: str, strict: bool, allow_shrink: bool) -> None:
     """Load every input a manifest.json lists (tapes, catalogs, mounts, transfers, in that order).
+
+    Inputs of one whole-catalog format and source with the same options are one dump.
 
     \b
     Example:
@@ -364,12 +409,10 @@ def manifest(app: App, manifest: str, strict: bool) -> None:
         tapelens ingest manifest /tmp/site/manifest.json
     """
     dsn = app.dsn()
-    for item in read_manifest(Path(manifest)):
+    guard = ShrinkGuard(allow=allow_shrink)
+    for group in group_dumps(read_manifest(Path(manifest))):
+        item = group[0]
         opts = {**item.options, "strict": strict or item.options.get("strict", False)}
         options = ParseOptions(source=item.source or item.format.source, extra=item.extra, **opts)
-        progress = _LazyProgress(item.path.name)
-        try:
-            result = ingest_file(dsn, item.format, item.path, options, DatasetRules(), progress)
-        finally:
-            progress.close()
-        _report(result)
+        paths: list[str | Path] = [i.path for i in group]
+        _load(dsn, item.format, paths, options, DatasetRules(), None, guard)

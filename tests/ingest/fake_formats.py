@@ -38,7 +38,8 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
                     "size_bytes": int(fields[2]),
                     "path": fields[3],
                     "written_at": datetime.fromisoformat(fields[4]) if len(fields) > 4 else WRITTEN,
-                }
+                },
+                line.no,
             )
             if out.full():
                 yield out.flush()

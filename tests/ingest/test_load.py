@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.errors import DatabaseError, ParseError
+from tapelens.errors import ParseError
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import ingest_file
+from tapelens.ingest.load import ShrinkGuard, ingest_file
 from tests.ingest.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
@@ -97,7 +97,8 @@ def test_newer_dump_updates_and_marks_disappeared_copies_removed(dsn: str, tmp_p
     old = write(tmp_path / "old.txt", ["V00001L8 1 100 /x/d/a", "V00001L8 2 100 /x/d/b"])
     new = write(tmp_path / "new.txt", ["V00001L8 1 150 /x/d/a", "V00001L8 3 100 /x/d/c"])
     ingest_file(dsn, FAKE_CATALOG, old, OPTS)
-    result = ingest_file(dsn, FAKE_CATALOG, new, OPTS)
+    # One of two copies gone is more than the guard lets a dump retire unconfirmed.
+    result = ingest_file(dsn, FAKE_CATALOG, new, OPTS, guard=ShrinkGuard(allow=True))
     assert (result.rows, result.removed) == (2, 1)
     rows = copies(dsn)
     assert [(r[1], r[2], r[6]) for r in rows] == [(1, 150, True), (2, 100, False), (3, 100, True)]
@@ -125,14 +126,47 @@ def test_strict_loads_nothing_and_names_file_and_line(dsn: str, tmp_path: Path) 
         assert conn.execute("select status from tapelens.ingest_runs").fetchall() == [("failed",)]
 
 
-def test_database_error_midway_leaves_nothing(dsn: str, tmp_path: Path) -> None:
-    # A negative size passes the parser but violates the table's check constraint, in batch 3.
+def test_a_value_the_table_refuses_is_that_lines_rejection(dsn: str, tmp_path: Path) -> None:
+    # A negative size passes the parser but not the table's check constraint, in batch 3.
     lines = [f"V00001L8 {i} 100 /x/d/f{i}" for i in range(1, 30)] + ["V00001L8 99 -5 /x/d/neg"]
     f = write(tmp_path / "neg.txt", lines)
-    with pytest.raises(DatabaseError) as err:
-        ingest_file(dsn, FAKE_CATALOG, f, ParseOptions(source="fake", batch_rows=10))
-    assert "nothing loaded" in str(err.value)
+    with pytest.raises(ParseError) as err:
+        ingest_file(dsn, FAKE_CATALOG, f, ParseOptions(source="fake", batch_rows=10, strict=True))
+    assert (err.value.line, err.value.reason) == (30, "size_bytes is negative (-5)")
     assert copies(dsn) == []
+    result = ingest_file(dsn, FAKE_CATALOG, f, ParseOptions(source="fake", batch_rows=10))
+    assert (result.rows, result.rejects) == (29, 1)
+    assert result.rejects_summary.endswith(f"{f}:30: size_bytes is negative (-5)")
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_row_the_server_refuses_is_found_and_refused_alone(
+    dsn: str, tmp_path: Path, direct: bool
+) -> None:
+    """A constraint the loader's checks do not know (a site's own): the load bisects to the row."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "alter table tapelens.tape_files add constraint site_rule check (path <> '/x/d/f17')"
+        )
+    if not direct:  # an earlier load: the copies go through the staging table
+        ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "a.txt", ["V00002L8 1 1 /y/a"]), OPTS)
+    lines = [f"V00001L8 {i} 100 /x/d/f{i}" for i in range(1, 40)]
+    f = write(tmp_path / "site.txt", lines)
+    options = ParseOptions(source="fake", batch_rows=10)
+    result = ingest_file(dsn, FAKE_CATALOG, f, options, guard=ShrinkGuard(allow=True))
+    assert (result.rows, result.rejects) == (38, 1)
+    assert result.first_reject is not None and result.first_reject.line_no == 17
+    assert "refused by the database" in result.first_reject.reason
+    assert "site_rule" in result.first_reject.reason
+    assert len([c for c in copies(dsn) if c[0] == "V00001L8"]) == 38
+    with pytest.raises(ParseError) as err:
+        ingest_file(
+            dsn,
+            FAKE_CATALOG,
+            write(tmp_path / "site2.txt", [*lines, "V00001L8 99 1 /x/d/z"]),
+            ParseOptions(source="fake", batch_rows=10, strict=True),
+        )
+    assert err.value.line == 17
 
 
 def test_duplicate_copy_in_one_file_falls_back_to_the_staged_path(dsn: str, tmp_path: Path) -> None:
@@ -145,7 +179,7 @@ def test_duplicate_copy_in_one_file_falls_back_to_the_staged_path(dsn: str, tmp_
 def test_killing_a_load_midway_leaves_zero_rows(dsn: str, tmp_path: Path) -> None:
     f = write(tmp_path / "big.txt", [f"V00001L8 {i} 100 /x/d/f{i}" for i in range(1, 20_001)])
     code = (
-        "import sys; from tapelens.ingest.load import ingest_file;"
+        "import sys; from tapelens.ingest.load import ShrinkGuard, ingest_file;"
         "from tapelens.ingest.formats.base import ParseOptions;"
         "from tests.ingest.fake_formats import FAKE_CATALOG;"
         "o = ParseOptions(source='fake', batch_rows=500, extra={'delay_per_batch': 0.05});"
