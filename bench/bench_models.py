@@ -154,7 +154,7 @@ def load_site(dsn: str, copies: int, per_volume: int) -> None:
 
 
 def add_catalog(dsn: str, first: int, n: int, per_volume: int) -> None:
-    """One more catalog: n copies on new volumes, loaded as an ingest would (last_seen_at now)."""
+    """One more catalog: n copies on new volumes, loaded as an ingest would (a later run id)."""
     with psycopg.connect(dsn) as conn:
         conn.execute(
             COPIES_SQL,

@@ -64,7 +64,7 @@ final as (
         file_copies,
         copy_rank = 1 as is_first_copy,
         copy_rank = file_copies as is_newest_copy,
-        {{ new_watermark() }} as watermark_at
+        {{ new_watermark() }} as watermark_run_id
     from ranked
 )
 

@@ -1,7 +1,8 @@
 {#- Incremental builds by volume. Every row of a volume-keyed incremental mart carries
-    watermark_at: the newest change to the canonical tables (tape_files.last_seen_at /
-    removed_at, tapes.updated_at) that the build which wrote it had seen. An incremental build
-    recomputes exactly the volumes changed since the newest watermark in its table:
+    watermark_run_id: the newest ingest run whose changes to the canonical tables
+    (tape_files.ingest_run_id / removed_run_id, tapes.updated_run_id) the build which wrote it
+    had seen. An incremental build recomputes exactly the volumes changed since the newest
+    watermark in its table:
 
     1. a pre-hook lists them, with the new watermark, in a temporary table, in one statement
        (one snapshot), so that the delete and the insert work on the same volumes even while
@@ -11,8 +12,11 @@
     3. the model recomputes their rows (append), reading the copies of those volumes only
        (a join to a small analysed table lets the planner use the tape_files volume index).
 
-    The ingest stamps every row it inserts or lists again (last_seen_at), every copy it marks
-    removed (removed_at) and every tape it updates (updated_at) with now(). -#}
+    The ingest stamps every copy it inserts or lists again (ingest_run_id), every copy it marks
+    removed (removed_run_id) and every tape it adds or updates (updated_run_id) with its run id.
+    Loads commit one at a time, so run ids grow in commit order: unlike a clock, a watermark of
+    run ids cannot skip a load that committed after a build had read a later one, nor two loads
+    within the same second. -#}
 
 {% macro touched_volumes_table() -%}
     tapelens_touched__{{ this.identifier }}
@@ -20,10 +24,10 @@
 
 {#- The newest change the canonical tables show now (the watermark of a full build). -#}
 {% macro source_watermark() -%}
-    (select greatest(
-        (select max(greatest(last_seen_at, removed_at)) from {{ ref('stg_tape_files') }}),
-        (select max(updated_at) from {{ ref('stg_tapes') }})
-    ))
+    (select coalesce(greatest(
+        (select max(greatest(ingest_run_id, removed_run_id)) from {{ ref('stg_tape_files') }}),
+        (select max(updated_run_id) from {{ ref('stg_tapes') }})
+    ), 0))
 {%- endmacro %}
 
 {#- Pre-hook `step` (0: list, 1: analyse, 2: delete); empty, so skipped, when not incremental. -#}
@@ -31,35 +35,35 @@
     {%- if is_incremental() -%}
         {%- set touched = touched_volumes_table() -%}
         {%- if step == 0 -%}
-            {#- a table built before it had watermark_at is recomputed whole -#}
+            {#- a table built before it had watermark_run_id is recomputed whole -#}
             {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') -%}
-            {%- set has_watermark = 'watermark_at' in (columns | list) -%}
+            {%- set has_watermark = 'watermark_run_id' in (columns | list) -%}
             create temporary table {{ touched }} on commit drop as
             with since as (
                 select
                     {%- if has_watermark %}
-                    coalesce(max(watermark_at), '-infinity'::timestamptz) as watermark_at
+                    coalesce(max(watermark_run_id), -1) as watermark_run_id
                 from {{ this }}
                     {%- else %}
-                    '-infinity'::timestamptz as watermark_at
+                    -1::bigint as watermark_run_id
                     {%- endif %}
             ),
             changes as (
-                select volume, max(greatest(last_seen_at, removed_at)) as changed_at
+                select volume, max(greatest(ingest_run_id, removed_run_id)) as changed_run_id
                 from {{ ref('stg_tape_files') }}
                 group by volume
                 union all
-                select volume, updated_at as changed_at
+                select volume, coalesce(updated_run_id, 0) as changed_run_id
                 from {{ ref('stg_tapes') }}
             ),
             newest as (
-                select max(changed_at) as watermark_at from changes
+                select max(changed_run_id) as watermark_run_id from changes
             )
-            select distinct changes.volume, newest.watermark_at
+            select distinct changes.volume, newest.watermark_run_id
             from changes
             cross join since
             cross join newest
-            where changes.changed_at > since.watermark_at
+            where changes.changed_run_id > since.watermark_run_id
         {%- elif step == 1 -%}
             analyze {{ touched }}
         {%- else -%}
@@ -79,7 +83,7 @@
 
 {% macro new_watermark() -%}
     {%- if is_incremental() -%}
-        (select max(watermark_at) from {{ touched_volumes_table() }})
+        (select max(watermark_run_id) from {{ touched_volumes_table() }})
     {%- else -%}
         {{ source_watermark() }}
     {%- endif -%}

@@ -88,7 +88,7 @@ final as (
         per_dataset_tape.last_position,
         per_dataset_tape.first_written_at,
         per_dataset_tape.last_written_at,
-        {{ new_watermark() }} as watermark_at
+        {{ new_watermark() }} as watermark_run_id
     from per_dataset_tape
     inner join type_counts
         on per_dataset_tape.dataset = type_counts.dataset

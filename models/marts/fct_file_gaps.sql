@@ -103,7 +103,7 @@ final as (
             else 0
         end as read_through_bytes,
         {{ gap_class('posdiff', 'offset_bytes', 'aggregate_id') }} as gap_class,
-        {{ new_watermark() }} as watermark_at
+        {{ new_watermark() }} as watermark_run_id
     from gaps
 )
 

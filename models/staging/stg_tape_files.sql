@@ -21,7 +21,8 @@ final as (
         checksum,
         ingest_run_id,
         last_seen_at,
-        removed_at
+        removed_at,
+        removed_run_id
     from source
 )
 

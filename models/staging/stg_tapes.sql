@@ -12,7 +12,8 @@ final as (
         capacity_bytes,
         state,
         media_from,
-        updated_at
+        updated_at,
+        updated_run_id
     from source
 )
 

@@ -36,7 +36,7 @@ NEW_COPIES = [
 
 def watermarks(dsn: str, table: str) -> dict[str, object]:
     found = rows(
-        dsn, f"select volume, max(watermark_at) as w from tapelens_marts.{table} group by volume"
+        dsn, f"select volume, max(watermark_run_id) as w from tapelens_marts.{table} group by volume"
     )
     return {r["volume"]: r["w"] for r in found}
 
@@ -46,7 +46,7 @@ def snapshot(dsn: str) -> dict[str, list[dict[str, object]]]:
     taken = {}
     for table, key in KEYS.items():
         found = rows(dsn, f"select * from {table} order by {key}")
-        taken[table] = [{k: v for k, v in r.items() if k != "watermark_at"} for r in found]
+        taken[table] = [{k: v for k, v in r.items() if k != "watermark_run_id"} for r in found]
     return taken
 
 
@@ -65,11 +65,13 @@ def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) 
     with psycopg.connect(models_dsn) as conn:
         sample.insert_copies(conn, NEW_COPIES, run_id=7)
         conn.execute(
-            "update tapelens.tape_files set removed_at = now() where path like %s",
+            "update tapelens.tape_files set removed_at = now(), removed_run_id = 7"
+            " where path like %s",
             (f"{sample.A}/A7.%",),
         )
         conn.execute(
-            "update tapelens.tapes set state = 'repacked', updated_at = now() where volume = 'V2'"
+            "update tapelens.tapes set state = 'repacked', updated_at = now(), updated_run_id = 7"
+            " where volume = 'V2'"
         )
     build(models_dsn, select=GAP_MARTS, exclude=MODELS_ONLY, log_dir=log_dir)
     after = watermarks(models_dsn, "fct_file_gaps")
