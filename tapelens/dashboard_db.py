@@ -23,6 +23,8 @@ READER_ROLE = "tapelens_reader"
 MARTS_SCHEMA = "tapelens_marts"
 VIEWS_SCHEMA = "tapelens_dashboards"
 VIEWS_DIR = Path(__file__).resolve().parent.parent / "dashboards" / "views"
+# The longest a dashboard query may run (Superset's own SQL Lab timeout is longer).
+READER_STATEMENT_TIMEOUT = "60s"
 # Where Superset reaches an embedded server that listens on a unix socket and on loopback.
 LOOPBACK = "127.0.0.1"
 
@@ -99,6 +101,12 @@ def _ensure_role(conn: psycopg.Connection, password: str) -> None:
     )
     # A second lock on writes: every transaction of the role starts read-only.
     conn.execute(sql.SQL("alter role {} set default_transaction_read_only = on").format(role))
+    # A dashboard query that runs away is cut off rather than holding a core and a snapshot.
+    conn.execute(
+        sql.SQL("alter role {} set statement_timeout = {}").format(
+            role, sql.Literal(READER_STATEMENT_TIMEOUT)
+        )
+    )
 
 
 def _create_views(conn: psycopg.Connection) -> None:
@@ -112,6 +120,19 @@ def _create_views(conn: psycopg.Connection) -> None:
 def _grant(conn: psycopg.Connection, dbname: str, owner: str) -> None:
     role = sql.Identifier(READER_ROLE)
     conn.execute(sql.SQL("grant connect on database {} to {}").format(sql.Identifier(dbname), role))
+    # The role reaches tapelens's database only. PostgreSQL lets every role connect to every
+    # database unless PUBLIC's CONNECT is revoked: revoke it on the other databases this owner
+    # owns (all of them on the embedded server; on a shared server, only its own), and say
+    # explicitly that the reader may not connect to any other.
+    others = conn.execute(
+        "select datname from pg_database d join pg_roles r on r.oid = d.datdba"
+        " where r.rolname = %s and d.datname <> %s and d.datallowconn",
+        [owner, dbname],
+    ).fetchall()
+    for (other,) in others:
+        database = sql.Identifier(other)
+        conn.execute(sql.SQL("revoke connect on database {} from public").format(database))
+        conn.execute(sql.SQL("revoke connect on database {} from {}").format(database, role))
     for name in (MARTS_SCHEMA, VIEWS_SCHEMA):
         schema = sql.Identifier(name)
         conn.execute(sql.SQL("grant usage on schema {} to {}").format(schema, role))

@@ -14,14 +14,44 @@ from tapelens.errors import DatabaseError, DatabaseUnavailable
 CONNECT_TIMEOUT_S = 10
 
 
+_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://")
+# A keyword-form password: quoted (backslash escapes, perhaps never closed) or up to a space.
+_KEYWORD_PASSWORD = re.compile(r"""(?i)(?:^|(?<=\s))password\s*=\s*(?:'(?:[^'\\]|\\.)*'?|\S*)""")
+# In a URL's query the password runs to the end: an unencoded "&" in it cannot be told apart
+# from the next parameter, so what follows it is not shown.
+_QUERY_PASSWORD = re.compile(r"(?is)([?&])password=.*$")
+
+
+def _without_password(dsn: str) -> str:
+    """The DSN text with every possible password taken out, before any parsing.
+
+    Parsing first would be wrong: a password holding "@", "/", ":" or a space can make libpq
+    read part of it as the host, the port or the database, which would then be printed.
+    """
+    if _URL.match(dsn):
+        scheme, rest = dsn.split("://", 1)
+        # Everything up to the last "@" is user information; a password may contain "@".
+        at = rest.rfind("@")
+        if at >= 0:
+            user = rest[:at].split(":", 1)[0]
+            rest = (f"{user}@" if user else "") + rest[at + 1 :]
+        rest = _QUERY_PASSWORD.sub(r"\1", rest)
+        return f"{scheme}://" + (rest[:-1] if rest.endswith(("?", "&")) else rest)
+    return _KEYWORD_PASSWORD.sub("", dsn)
+
+
 def redact(dsn: str) -> str:
-    """The DSN with any password removed, safe to print."""
+    """The DSN with any password removed, safe to print, whatever its form."""
+    cleaned = _without_password(dsn)
     try:
-        params = conninfo.conninfo_to_dict(dsn)
+        params = conninfo.conninfo_to_dict(cleaned)
     except psycopg.ProgrammingError:
-        # Not parseable: strip anything that looks like a URL password or a password= pair.
-        dsn = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
-        return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+        if _URL.match(cleaned):
+            return cleaned.strip()  # the whole user information is gone already
+        # A malformed keyword string (an unquoted space in a value, say): its pieces cannot be
+        # told apart, so show only the host, if one can be seen.
+        seen = re.search(r"(?i)(?:^|\s)host\s*=\s*([^\s']+)", cleaned)
+        return f"(a connection string that does not parse{', host ' + seen[1] if seen else ''})"
     params.pop("password", None)
     host = str(params.pop("host", "") or "")
     port = params.pop("port", "")
@@ -47,6 +77,10 @@ def _hint(exc: Exception) -> str:
     for marker in ("failed: ", "error: "):
         if marker in text:
             text = text.rsplit(marker, 1)[-1]
+    if "connection option" in text or "connection info" in text:
+        # libpq quotes the value it could not use, which may be a piece of a password that a
+        # stray "@", ":" or "/" pushed into the host or port.
+        text = re.sub(r'"[^"]*"', '"..."', text)
     return text or type(exc).__name__
 
 
@@ -56,9 +90,10 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(redact(dsn), _hint(exc)) from None
-    except psycopg.ProgrammingError as exc:
+    except psycopg.ProgrammingError:
+        # libpq's message quotes the piece it could not read, which may be part of a password.
         raise DatabaseUnavailable(
-            redact(dsn), f"invalid connection string ({_hint(exc)})"
+            redact(dsn), "invalid connection string (not a URL or keyword=value pairs)"
         ) from None
 
 

@@ -17,6 +17,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from tapelens.errors import ServerError
 
@@ -65,8 +66,10 @@ class Server:
                 return int(value.strip().strip("'"))
         raise ServerError(f"no port recorded in {conf}; remove {self.data_dir} and run db up again")
 
-    def dsn(self) -> str:
-        return f"postgresql://{ROLE}@/{DATABASE}?host={self.socket_dir}&port={self.port()}"
+    def dsn(self, database: str = DATABASE) -> str:
+        # The socket path percent-encoded: the home may hold spaces, quotes, "&" or "#".
+        host = quote(str(self.socket_dir), safe="/")
+        return f"postgresql://{ROLE}@/{database}?host={host}&port={self.port()}"
 
     def initialised(self) -> bool:
         return (self.data_dir / "PG_VERSION").exists() or self._exists_as_owner(
@@ -124,8 +127,21 @@ class Server:
         return self._as_owner([str(program), *argv[1:]], check=check)
 
 
+# PostgreSQL's own initdb and pg_ctl start the server through a shell, with the data directory
+# and log paths in double quotes: inside them these characters still expand ($(...), `...`) or
+# end the quote, so a home path holding one would run as the server's user.
+SHELL_UNSAFE = frozenset('"$`\\\n')
+
+
 def server_for(home: Path, pg_bin: Path, pg_user: str) -> Server:
     """The server under `home`; run by `pg_user` when the caller is root."""
+    unsafe = sorted(SHELL_UNSAFE & set(str(home)))
+    if unsafe:
+        shown = " ".join(repr(c) for c in unsafe)
+        raise ServerError(
+            f"the tapelens home {str(home)!r} holds {shown}, which PostgreSQL's tools would pass"
+            " to a shell; set TAPELENS_HOME (or --home) to a path without them"
+        )
     run_as = pg_user if os.geteuid() == 0 else None
     return Server(home=home.expanduser().absolute(), pg_bin=pg_bin, run_as=run_as)
 
@@ -150,7 +166,11 @@ def _grant_traverse(path: Path, user: str) -> None:
 
 
 def _prepare_dirs(server: Server) -> None:
-    server.home.mkdir(parents=True, exist_ok=True)
+    # The home holds the cluster, its log and Superset's secrets: its owner's alone.
+    server.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The server's log can quote statements (a failed ALTER ROLE ... PASSWORD among them).
+    server.log_file.touch(mode=0o600, exist_ok=True)
+    server.log_file.chmod(0o600)
     if server.run_as:
         try:
             entry = pwd.getpwnam(server.run_as)
@@ -163,7 +183,6 @@ def _prepare_dirs(server: Server) -> None:
         for d in (server.data_dir, server.socket_dir):
             d.mkdir(mode=0o700, exist_ok=True)
             os.chown(d, entry.pw_uid, entry.pw_gid)
-        server.log_file.touch(exist_ok=True)
         os.chown(server.log_file, entry.pw_uid, entry.pw_gid)
     else:
         server.data_dir.mkdir(mode=0o700, exist_ok=True)
@@ -186,14 +205,28 @@ def _initdb(server: Server) -> None:
         ]
     )
     conf = "".join(f"{k} = {v}\n" for k, v in SERVER_CONF.items())
-    conf += f"port = {_free_port()}\nunix_socket_directories = '{server.socket_dir}'\n"
+    conf += f"port = {_free_port()}\nunix_socket_directories = {_conf_string(server.socket_dir)}\n"
     # postgresql.auto.conf is read last, so these win over the template postgresql.conf.
     _append_as_owner(server, server.data_dir / "postgresql.auto.conf", conf)
 
 
+def _conf_string(value: object) -> str:
+    """A postgresql.conf string value: single-quoted, quotes doubled, backslashes escaped."""
+    text = str(value).replace("\\", "\\\\").replace("'", "''")
+    return f"'{text}'"
+
+
 def _append_as_owner(server: Server, path: Path, text: str) -> None:
+    # `tee -a` as the cluster's owner: an argument list, so no part of the path is ever read by
+    # a shell (a home such as /srv/it's $(x) stays a path).
     prefix = ["runuser", "-u", server.run_as, "--"] if server.run_as else []
-    subprocess.run([*prefix, "sh", "-c", f"cat >> '{path}'"], input=text, text=True, check=True)
+    subprocess.run(
+        [*prefix, "tee", "-a", str(path)],
+        input=text,
+        text=True,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def start(server: Server) -> str:
@@ -221,8 +254,7 @@ def start(server: Server) -> str:
 def _ensure_database(server: Server) -> None:
     import psycopg
 
-    admin = f"postgresql://{ROLE}@/postgres?host={server.socket_dir}&port={server.port()}"
-    with psycopg.connect(admin, autocommit=True) as conn:
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
         exists = conn.execute("select 1 from pg_database where datname = %s", [DATABASE]).fetchone()
         if not exists:
             conn.execute(f'create database "{DATABASE}"')

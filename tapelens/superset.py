@@ -111,7 +111,7 @@ class SupersetHome:
 
 def write_private(path: Path, text: str) -> None:
     """Write a file only its owner can read (created 0600, never briefly wider)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
@@ -232,9 +232,23 @@ def _sqlite_pragmas(dbapi_connection, _record):
 '''
 
 
+def private_dir(path: Path) -> None:
+    """A directory only its owner can enter (made 0700, or narrowed to it)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+
+
+def private_file(path: Path) -> None:
+    """Narrow an existing file (a database, a log) to its owner; create it empty if missing."""
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+
+
 def write_config(home: SupersetHome) -> Path:
     """superset_config.py with a SECRET_KEY of this instance's own (made once, kept 0600)."""
-    home.root.mkdir(parents=True, exist_ok=True)
+    # Superset's folder holds its secret key, the reader's password, its metadata database (with
+    # the connection password) and its log: owner-only, also when made earlier with wider modes.
+    private_dir(home.root)
     read_or_create_secret(home.secret_key_path, SECRET_KEY_BYTES)
     text = _CONFIG.format(
         secret=str(home.secret_key_path), metadata_uri=f"sqlite:///{home.metadata_db}"
@@ -256,6 +270,7 @@ def ensure_metadata(home: SupersetHome, progress: Progress = quiet) -> None:
     digest = requirements_digest()
     stamp = _metadata_stamp(home)
     if home.metadata_db.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+        private_file(home.metadata_db)
         return
     template = home.venv / TEMPLATE_DB
     env = home.env()
@@ -269,6 +284,7 @@ def ensure_metadata(home: SupersetHome, progress: Progress = quiet) -> None:
         if not template.is_file():
             _copy_sqlite(home.metadata_db, template)
     stamp.write_text(digest + "\n")
+    private_file(home.metadata_db)
 
 
 def _copy_sqlite(source: Path, target: Path) -> None:

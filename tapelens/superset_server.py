@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tapelens.superset import DashboardsError, Progress, SupersetHome, quiet
+from tapelens.superset import DashboardsError, Progress, SupersetHome, private_file, quiet
 
 HOST = "127.0.0.1"
 # Superset's import of its whole app takes 5-20 s; on a loaded 2-core machine, more.
@@ -125,6 +125,7 @@ def start(
         "superset.app:create_app()",
     ]
     progress(f"starting Superset on {HOST}:{port} (log: {home.log_path})")
+    private_file(home.log_path)  # requests in the log can carry session data
     with open(home.log_path, "ab") as log:
         process = subprocess.Popen(
             argv,

@@ -10,6 +10,7 @@ import importlib
 import sys
 
 import click
+import psycopg
 
 from tapelens import __version__
 from tapelens.cli import groups
@@ -116,6 +117,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        # A path the user gave that cannot be read or written (-o, --plot, an input): one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"tapelens: error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(3)
+    except psycopg.Error as exc:
+        # The server went away or refused mid-command; its message never carries a password.
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        click.echo(f"tapelens: error: the database refused: {message}", err=True)
+        sys.exit(4)
     sys.exit(0)
 
 
