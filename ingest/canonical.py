@@ -26,6 +26,9 @@ TAPE_FILES: dict[str, pl.DataType] = {
     "copy_no": pl.Int32(),
     "written_at": UTC_TIME,
     "checksum": pl.String(),
+    # Half a unit of the last printed digit when the dump gives sizes rounded (CTA's text
+    # table: 5.2G); null when size_bytes is exact.
+    "size_bound_bytes": pl.Int64(),
 }
 
 TRANSFERS: dict[str, pl.DataType] = {

@@ -1,14 +1,26 @@
 """CERN CTA `cta-admin tf ls --vid VID`, as its text table or as JSON (detected per file).
 
-Text: whitespace-separated archive id, copy no, vid, fseq, block id, disk instance, disk fxid,
-size, checksum type, checksum value, storage class, owner, group, creation date and time
-(YYYY-MM-DD HH:MM, UTC), instance. It has no path: the path is "instance:fxid" and the storage
-class is taken as the dataset.
+Text, as cta-admin's text formatter prints it: a header line (in red: wrapped in ANSI colour
+codes), then one line per copy with every column right-aligned to its widest cell and followed
+by one space, empty cells shown as "-". Columns: archive id, copy no, vid, fseq, block id,
+instance, disk fxid, size, checksum type, checksum value, storage class, owner, group, creation
+time (two tokens) and, last and left-aligned, the path (which may hold spaces). Releases before
+the path column printed the disk instance again in its place: both layouts are read.
+- Sizes are as cta-admin's dataSizeToStr prints them: below 1000 bytes the exact count, above
+  it one decimal and a unit in powers of 1000 (5.2G = 5,200,000,000 bytes give or take
+  50,000,000). Such a size is stored rounded, with its rounding bound in size_bound_bytes, and
+  the load says that sizes are approximate. Plain byte counts (older releases) are exact.
+- Creation times are printed in the local time of the host that ran cta-admin, without a zone:
+  they are read in ParseOptions.timezone (--timezone, default UTC) and the load says which
+  zone was assumed. A local time that does not exist in that zone (the hour skipped when
+  daylight saving time starts) is refused; one that occurs twice is read as the first.
+- No path ("-"): the path is "instance:fxid" and the storage class is taken as the dataset.
 JSON (`--json`): one object per line (or a JSON array, one object per line) with `af` (archive
 file), `tf` (tape file) and `df` (disk file) objects; protobuf-style names (archiveId, copyNb,
 fSeq, creationTime in epoch seconds) and snake_case names are both read; df.path is the path
-when present. A batch of lines is decoded by Polars at once; a batch holding anything else
-(bad JSON, a whole array on one line) is decoded line by line with the same outcome.
+when present. Sizes and times are exact there. A batch of lines is decoded by Polars at once; a
+batch holding anything else (bad JSON, a whole array on one line) is decoded line by line with
+the same outcome.
 Identity (contract): volume = vid, file_id = archive id, copy_id = "archive id/copy no",
 position = fseq, offset_bytes null, written_at = creation time.
 """
@@ -16,6 +28,7 @@ position = fseq, offset_bytes null, written_at = creation time.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +53,15 @@ FORMAT = "cta-tf"
 
 TEXT_FIELDS = 16  # the creation time is two tokens: date and HH:MM
 TEXT_TIME = "%Y-%m-%d %H:%M"
+# cta-admin colours its header line.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# dataSizeToStr: one decimal and a unit, powers of 1000.
+_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+APPROXIMATE = (
+    "sizes are approximate: the text table prints them to one decimal of K, M, G or T"
+    " (size_bound_bytes keeps each copy's rounding bound); `cta-admin --json tf ls` gives"
+    " exact sizes"
+)
 # The raw fields of one copy, from either form.
 COLUMNS = (
     "archive",
@@ -85,6 +107,7 @@ _JSON = pl.Struct(
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Parse a tape-file listing (text or JSON) into tape_files rows."""
     mode: list[str] = []  # "json" or "text", fixed by the first non-blank line
+    notes: list[str] = []  # said once, with the batch where first found
 
     def handle(no: int, text: str, out: Lines) -> None:
         body = text.strip()
@@ -110,20 +133,50 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             )
             shape = pl.format("creationTime {} is not epoch seconds", quote_expr(pl.col("created")))
         else:
-            when = pl.col("created").str.strptime(pl.Datetime("us", "UTC"), TEXT_TIME, strict=False)
-            shape = pl.format(
-                "creation time {} is not YYYY-MM-DD HH:MM", quote_expr(pl.col("created"))
+            zone = options.timezone
+            local = pl.col("created").str.strptime(pl.Datetime("us"), TEXT_TIME, strict=False)
+            when = local.dt.replace_time_zone(
+                zone, ambiguous="earliest", non_existent="null"
+            ).dt.convert_time_zone("UTC")
+            shape = (
+                pl.when(local.is_not_null())
+                .then(
+                    pl.format(
+                        "creation time {} does not exist in {} (skipped by daylight saving time)",
+                        quote_expr(pl.col("created")),
+                        pl.lit(zone),
+                    )
+                )
+                .otherwise(
+                    pl.format(
+                        "creation time {} is not YYYY-MM-DD HH:MM", quote_expr(pl.col("created"))
+                    )
+                )
             )
-            frame = _with_fallback_time(frame.with_columns(when.alias("written_at")))
-            return _rows(frame, shape, lines, options.source)
-        return _rows(frame.with_columns(when.alias("written_at")), shape, lines, options.source)
+            frame = _with_fallback_time(
+                frame.with_columns(when.alias("written_at"), local.is_null().alias("_other_shape"))
+            ).drop("_other_shape")
+            if frame.height and frame["written_at"].is_not_null().any():
+                _note(notes, f"creation times read as local time in {zone} (--timezone)")
+            return _rows(frame, shape, lines, options.source, notes)
+        return _rows(
+            frame.with_columns(when.alias("written_at")), shape, lines, options.source, notes
+        )
 
-    yield from run(path, options, COLUMNS, handle, finish)
+    for batch in run(path, options, COLUMNS, handle, finish):
+        batch.notes, notes[:] = list(notes), []
+        yield batch
+
+
+def _note(notes: list[str], note: str) -> None:
+    if note not in notes:
+        notes.append(note)
 
 
 def _with_fallback_time(frame: pl.DataFrame) -> pl.DataFrame:
     """Times not in the table's own shape (an ISO token) are read on their own rows only."""
-    missing = pl.col("written_at").is_null()
+    # Only times not in the table's shape; a table time refused for its zone stays refused.
+    missing = pl.col("written_at").is_null() & pl.col("_other_shape")
     if not frame.select(missing.any()).item():
         return frame
     others = frame.filter(missing).with_columns(time_expr(pl.col("created")).alias("written_at"))
@@ -131,19 +184,41 @@ def _with_fallback_time(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _text_line(no: int, text: str, body: str, out: Lines) -> None:
+    body = _ANSI.sub("", body).strip()
     if is_message(body) or body[:7].lower() == "archive" or not body.strip("-= "):
         out.skip()  # header, rule or comment
         return
-    t = body.split()
+    t = body.split(None, TEXT_FIELDS - 1)
     if len(t) == TEXT_FIELDS:
         created = f"{t[13]} {t[14]}"
+        last = t[15].strip()
+        # The current layout ends with the path; older releases printed the instance again.
+        path = last if last.startswith("/") else None
     elif len(t) == TEXT_FIELDS - 1 and parse_iso_utc(t[13]) is not None:
-        created = t[13]  # date and time written as one token
+        created, path = t[13], None  # date and time written as one token
     else:
         out.reject(no, text, f"expected {TEXT_FIELDS} whitespace-separated fields, found {len(t)}")
         return
-    cks = f"{t[8]}:{t[9]}"
-    out.keep(no, text, (t[0], t[1], t[2], t[3], t[7], cks, None, f"{t[5]}:{t[6]}", t[10], created))
+    cks = f"{t[8]}:{t[9]}" if t[9] != "-" else None
+    disk = f"{t[5]}:{t[6]}"
+    out.keep(no, text, (t[0], t[1], t[2], t[3], t[7], cks, path, disk, t[10], created))
+
+
+def size_of(text: str) -> tuple[int, int | None] | None:
+    """(bytes, rounding bound or None when exact) of a size as cta-admin prints it."""
+    if text.isdigit():
+        return int(text), None
+    unit = _UNITS.get(text[-1:])
+    number = text[:-1]
+    whole, dot, tenth = number.partition(".")
+    if (
+        unit is None
+        or not (whole.isdigit() and len(whole) <= 4)
+        or (dot and not (len(tenth) == 1 and tenth.isdigit()))
+    ):
+        return None
+    tenths = int(whole) * 10 + (int(tenth) if dot else 0)
+    return tenths * unit // 10, unit // 20
 
 
 def _json_body(body: str) -> str:
@@ -278,12 +353,23 @@ def _check(fields: tuple[str | None, ...]) -> str | None:
     return None
 
 
-def _rows(frame: pl.DataFrame, shape: pl.Expr, lines: Lines, source: str) -> pl.DataFrame:
+def _rows(
+    frame: pl.DataFrame, shape: pl.Expr, lines: Lines, source: str, notes: list[str]
+) -> pl.DataFrame:
     """Typed, checked canonical rows (the same checks, in the same order, as _check)."""
-    number = {
-        c: pl.col(c).str.to_integer(strict=False) for c in ("archive", "copy", "fseq", "size")
-    }
-    frame = frame.with_columns(v.alias(f"{c}_n") for c, v in number.items())
+    number = {c: pl.col(c).str.to_integer(strict=False) for c in ("archive", "copy", "fseq")}
+    # A size is a byte count, or one decimal of a unit in powers of 1000 (rounded, with its
+    # rounding bound): at most 4 digits before the point, so the product cannot overflow.
+    human = pl.col("size").str.extract_groups(r"^(\d{1,4})(?:\.(\d))?([KMGTPE])$")
+    unit = human.struct.field("3").replace_strict(_UNITS, default=None, return_dtype=pl.Int64)
+    tenths = human.struct.field("1").cast(pl.Int64, strict=False) * 10 + human.struct.field(
+        "2"
+    ).cast(pl.Int64, strict=False).fill_null(0)
+    frame = frame.with_columns(
+        *(v.alias(f"{c}_n") for c, v in number.items()),
+        pl.col("size").str.to_integer(strict=False).fill_null(tenths * unit // 10).alias("size_n"),
+        pl.when(pl.col("size").str.contains(r"^\d+$").not_()).then(unit // 20).alias("size_bound"),
+    )
     vid = pl.col("vid")
     good = refuse(
         frame,
@@ -307,13 +393,18 @@ def _rows(frame: pl.DataFrame, shape: pl.Expr, lines: Lines, source: str) -> pl.
             ),
             (
                 pl.col("size_n").is_null() | (pl.col("size_n") < 0),
-                pl.format("size {} is not a number of bytes", quote_expr(pl.col("size"))),
+                pl.format(
+                    "size {} is neither bytes nor one decimal of K, M, G, T, P or E",
+                    quote_expr(pl.col("size")),
+                ),
             ),
         ],
         lines,
     )
+    if good.height and good["size_bound"].is_not_null().any():
+        _note(notes, APPROXIMATE)
     archive = pl.col("archive_n").cast(pl.String)
-    return conform(
+    rows = conform(
         "catalog",
         good.select(
             pl.lit(source).alias("source"),
@@ -331,8 +422,10 @@ def _rows(frame: pl.DataFrame, shape: pl.Expr, lines: Lines, source: str) -> pl.
             pl.col("copy_n").alias("copy_no"),
             "written_at",
             "checksum",
+            pl.col("size_bound").alias("size_bound_bytes"),
         ),
     )
+    return rows.with_columns(good["line_no"])
 
 
 def _text(value: Any) -> str | None:

@@ -49,6 +49,9 @@ def parse(
     batches = list(module.parse(path, options=opts))
     schema = TAPES if module.KIND == "tapes" else TAPE_FILES
     for b in batches:
+        if "line_no" in b.frame.columns:  # each row's own input line, set aside
+            assert (b.frame["line_no"].drop_nulls() >= 1).all()
+            b.frame = b.frame.drop("line_no")
         assert b.frame.schema == pl.Schema(schema)
         assert b.frame.height <= opts.batch_rows
     frame = pl.concat([b.frame for b in batches])
