@@ -3,7 +3,9 @@
 -- Mounts per UTC day (time_bucket on mounted_at), drive and media type of the mounted volume.
 -- A mount that spans midnight counts on the day it was mounted. Missing drives and volumes
 -- missing from the inventory group as 'unknown'. mounted_s sums mounts with a dismount record;
--- wait_s is mounted_at - requested_at where the request time is known.
+-- wait_s is mounted_at - requested_at where the request time is known. A failed or aborted
+-- session is a mount that happened (its drive time counts in mounted_s); incomplete_mounts
+-- are those whose mount or dismount record is missing.
 with mounts as (
     select * from {{ ref('stg_mounts') }}
 ),
@@ -36,7 +38,10 @@ final as (
         count(*) filter (where purpose = 'read') as read_mounts,
         count(*) filter (where purpose = 'write') as write_mounts,
         count(distinct volume) as volumes,
-        count(*) filter (where status <> 'complete') as incomplete_mounts,
+        count(*) filter (
+            where status in ('no_dismount', 'no_mount', 'no_request')
+        ) as incomplete_mounts,
+        count(*) filter (where status in ('failed', 'aborted')) as failed_mounts,
         coalesce(sum(mounted_s), 0)::double precision as mounted_s,
         avg(mounted_s)::double precision as mean_mounted_s,
         avg(wait_s)::double precision as mean_wait_s,

@@ -116,7 +116,14 @@ def valid_frame(frame: pl.DataFrame, kind: str) -> None:
         assert set(frame["direction"]) <= {"read", "write"}
         assert set(frame["status"]) <= {"ok", "failed"}
     if kind == "mounts":
-        assert set(frame["status"]) <= {"complete", "no_dismount", "no_mount", "no_request"}
+        assert set(frame["status"]) <= {
+            "complete",
+            "no_dismount",
+            "no_mount",
+            "no_request",
+            "failed",
+            "aborted",
+        }
         assert set(frame["purpose"]) <= {"read", "write", "unknown"}
 
 
