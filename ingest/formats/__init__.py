@@ -97,7 +97,15 @@ FORMATS: tuple[Format, ...] = (
         help="staging-queue CSV export (TReqS-style)",
     ),
     Format("transfers", "csv", "transfers_csv", "parse", "csv", help="canonical transfers CSV"),
-    Format("mounts", "hpss-pvl", "hpss_pvl", "parse", "hpss", help="HPSS PVL/PVR log"),
+    Format(
+        "mounts",
+        "hpss-pvl",
+        "hpss_pvl",
+        "parse",
+        "hpss",
+        help="HPSS PVL/PVR log (rotated files in any order: mounts split across them are joined)",
+        after_load="merge_open_mounts",
+    ),
     Format(
         "mounts",
         "cta-taped",

@@ -8,9 +8,13 @@
     03/14 00:52:40 RQST PVLS0001 Entering, function = "pvl_DismountVolume", arg = "A8553200"
 
 (one line per event; wrapped here).
-Lines carry no year: the first event's year is --year (or the file name's), and a month that
-goes backwards means a new year. Volumes are normalised to the cartridge (A8553200 -> A85532),
-as the catalogs and the tape inventory name it.
+Lines carry no year. It comes from the file name when the name carries a date stamp, as rotated
+PVL logs are named (logfile01_201301052000, 20130313_000000.log, pvl.log-20130105): the first
+line's year is the stamp's, or the year before when the line's month is later than the
+stamp's (a file named when it was closed, holding December lines, stamped in January). Without
+a stamp the year is --year (or a lone year in the name), else the load stops with an error. A
+month that goes backwards within a file means a new year. Volumes are normalised to the
+cartridge (A8553200 -> A85532), as the catalogs and the tape inventory name it.
 
 Pairing: MountAdd opens a request (requested_at) under its jobid; MountCompleted with that jobid
 mounts it (mounted_at, drive = the PVL drive id); DismountVolume of the cartridge closes it
@@ -20,6 +24,13 @@ mounts it (mounted_at, drive = the PVL drive id); DismountVolume of the cartridg
 - no_dismount: mounted but never dismounted (the log ended, or the cartridge was mounted again);
 - no_request: mounted and dismounted, but the request is not in the log (it began earlier);
 - complete: all three.
+Logs rotate, so one mount can start in one file and end in another, and files can be loaded in
+any order, in one command or in separate ones: what a file leaves open (a request with no mount,
+a mount with no dismount, a dismount with no mount) is stored as such, and after every load
+`merge_open_mounts` joins the open pieces of one cartridge that follow each other in time into
+one mount, whichever load brought them. A MountCompleted repeated for a cartridge already
+mounted by the same job counts once; "Exiting" lines repeat an event on its return and are
+counted skips.
 pvr_Mount lines repeat what the PVL events say with the PVR's own drive index: counted skips,
 like every other message. The row of a mount is accounted to the event line that closes it; the
 other event lines of the mount are counted skips when the row is emitted.
@@ -66,6 +77,8 @@ class _Mount:
     requested_at: datetime | None = None
     mounted_at: datetime | None = None
     dismounted_at: datetime | None = None
+    jobid: str | None = None
+    line_no: int | None = None  # the line that closed it
 
 
 class _Pairing:
@@ -73,6 +86,7 @@ class _Pairing:
 
     def __init__(self, out: Collector) -> None:
         self.out = out
+        self.line_no: int | None = None  # the event line being read
         self.requests: dict[str, _Mount] = {}
         self.mounted: dict[str, _Mount] = {}
 
@@ -81,12 +95,17 @@ class _Pairing:
             jobid, volume = _need(fields, function, "jobid"), _volume(fields, function)
             if jobid in self.requests:
                 self.emit(self.requests.pop(jobid))
-            self.requests[jobid] = _Mount(volume, lines=1, requested_at=at)
+            self.requests[jobid] = _Mount(volume, lines=1, requested_at=at, jobid=jobid)
         elif function == MOUNT_COMPLETED:
             jobid, volume = _need(fields, function, "jobid"), _volume(fields, function)
             drive = fields.get("drive")
+            again = self.mounted.get(volume)
+            if again is not None and again.jobid == jobid:
+                again.lines += 1  # the same completion logged again: one mount
+                return
             mount = self.requests.pop(jobid) if jobid in self.requests else _Mount(volume)
             mount.volume, mount.mounted_at, mount.lines = volume, at, mount.lines + 1
+            mount.jobid = jobid
             mount.drive = text("drive", drive) if drive else None
             if volume in self.mounted:
                 self.emit(self.mounted.pop(volume))
@@ -105,7 +124,7 @@ class _Pairing:
         return None
 
     def emit(self, mount: _Mount) -> None:
-        self.out.add(_row(mount, self.out.options.source))
+        self.out.add(_row(mount, self.out.options.source), self.line_no)
         for _ in range(mount.lines - 1):
             self.out.skip()
 
@@ -114,6 +133,7 @@ class _Pairing:
         left = [*self.requests.values(), *self.mounted.values()]
         self.requests.clear()
         self.mounted.clear()
+        self.line_no = None  # left open by the log's end, not by a line
         for mount in left:
             self.emit(mount)
             if self.out.full():
@@ -122,7 +142,7 @@ class _Pairing:
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Mounts of a PVL log; other messages and blank lines are counted skips."""
-    years = YearTracker(first_year(path, options, "HPSS PVL"))
+    years = _Years(path, options)
     with LineReader(path) as reader:
         out = Collector(reader, options, MOUNTS)
         pairing = _Pairing(out)
@@ -131,6 +151,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
                 out.skip()
                 continue
             try:
+                pairing.line_no = line.no
                 _line(line, years, pairing)
             except FieldError as exc:
                 out.reject(line, str(exc))
@@ -140,7 +161,40 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         yield out.flush()
 
 
-def _line(line: Line, years: YearTracker, pairing: _Pairing) -> None:
+# A date stamp in a rotated log's name: YYYYMMDD, perhaps followed by the time.
+_STAMP = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])")
+
+
+def stamp_of(path: str | Path) -> tuple[int, int] | None:
+    """(year, month) of the date stamp in a PVL log's file name, if it has exactly one."""
+    found = {(int(y), int(m)) for y, m, _ in _STAMP.findall(Path(str(path)).name)}
+    return found.pop() if len(found) == 1 else None
+
+
+class _Years:
+    """The year of each line: from the name's stamp, else --year; set at the first line."""
+
+    def __init__(self, path: str | Path, options: ParseOptions) -> None:
+        self.path, self.options = path, options
+        self.tracker: YearTracker | None = None
+
+    def peek(self, month: int) -> int:
+        if self.tracker is None:
+            stamp = stamp_of(self.path) if str(self.path) != "-" else None
+            if stamp is not None:
+                year, stamp_month = stamp
+                start = year if month <= stamp_month else year - 1
+            else:
+                start = first_year(self.path, self.options, "HPSS PVL")
+            self.tracker = YearTracker(start)
+        return self.tracker.peek(month)
+
+    def commit(self, month: int) -> None:
+        assert self.tracker is not None
+        self.tracker.commit(month)
+
+
+def _line(line: Line, years: _Years, pairing: _Pairing) -> None:
     prefix = _PREFIX.fullmatch(line.text.strip())
     if prefix is None:
         raise FieldError("not a PVL log line (MM/DD HH:MM:SS ...)")
@@ -154,6 +208,83 @@ def _line(line: Line, years: YearTracker, pairing: _Pairing) -> None:
     at = utc_time(years.peek(month), month, day, clock(time_of_day), date)
     years.commit(month)
     pairing.event(function, fields, at)
+
+
+# Open pieces a load leaves: a request alone (no_mount, no dismount), a mount alone
+# (no_dismount), a dismount alone (no_mount, mounted_at = the dismount), a mount whose request
+# is elsewhere (no_request). Each rule joins a piece with the next one of the same cartridge in
+# time, if that one can be its continuation; repeated until nothing joins.
+_MERGES = (
+    # a request, then a mount without its request: the request is that mount's
+    """
+    with pieces as (
+        select volume, mounted_at, requested_at, dismounted_at, status,
+               lead(mounted_at) over w as next_at, lead(status) over w as next_status,
+               lead(requested_at) over w as next_requested
+        from tapelens.mounts
+        where source = %(s)s and volume = any(%(v)s)
+        window w as (partition by volume order by mounted_at)
+    ), joined as (
+        select volume, mounted_at, next_at, requested_at from pieces
+        where status = 'no_mount' and dismounted_at is null
+          and next_status in ('no_request', 'no_dismount') and next_requested is null
+          and next_at - requested_at <= interval '1 day'  -- a request waits hours, not days
+    ), updated as (
+        update tapelens.mounts m set requested_at = j.requested_at,
+               status = case when m.dismounted_at is null then 'no_dismount' else 'complete' end
+        from joined j
+        where m.source = %(s)s and m.volume = j.volume and m.mounted_at = j.next_at
+        returning j.volume, j.mounted_at
+    )
+    delete from tapelens.mounts d using updated u
+    where d.source = %(s)s and d.volume = u.volume and d.mounted_at = u.mounted_at
+    """,
+    # a mount without its dismount, then a dismount alone: that mount's dismount
+    """
+    with pieces as (
+        select volume, mounted_at, status,
+               lead(mounted_at) over w as next_at, lead(status) over w as next_status,
+               lead(dismounted_at) over w as next_dismounted,
+               lead(requested_at) over w as next_requested
+        from tapelens.mounts
+        where source = %(s)s and volume = any(%(v)s)
+        window w as (partition by volume order by mounted_at)
+    ), joined as (
+        select volume, mounted_at, next_at, next_dismounted from pieces
+        where status = 'no_dismount' and next_status = 'no_mount'
+          and next_dismounted is not null and next_requested is null
+    ), updated as (
+        update tapelens.mounts m set dismounted_at = j.next_dismounted,
+               status = case when m.requested_at is null then 'no_request' else 'complete' end
+        from joined j
+        where m.source = %(s)s and m.volume = j.volume and m.mounted_at = j.mounted_at
+        returning j.volume, j.next_at
+    )
+    delete from tapelens.mounts d using updated u
+    where d.source = %(s)s and d.volume = u.volume and d.mounted_at = u.next_at
+    """,
+)
+MAX_MERGE_PASSES = 4
+
+
+def merge_open_mounts(cur: Any, source: str, run_id: int) -> None:
+    """Join the open pieces of mounts split across files (after-load hook of hpss-pvl)."""
+    cur.execute(
+        "select coalesce(array_agg(distinct volume), '{}') from tapelens.mounts"
+        " where source = %s and ingest_run_id = %s and status <> 'complete'",
+        [source, run_id],
+    )
+    row = cur.fetchone()
+    volumes = list(row[0]) if row else []
+    if not volumes:
+        return
+    for _ in range(MAX_MERGE_PASSES):
+        joined = 0
+        for statement in _MERGES:
+            cur.execute(statement, {"s": source, "v": volumes})
+            joined += max(cur.rowcount, 0)
+        if not joined:
+            return
 
 
 def _need(fields: dict[str, str], function: str, name: str) -> str:
