@@ -21,7 +21,10 @@ from tapelens.ingest.formats.blocks import (
 from tapelens.ingest.formats.fields import message_expr, quote_expr
 
 N_FIELDS = 13
-SKIP_TYPES = ("DIRECTORY", "LINK", "SYMLINK")
+# Entries that are not files with data: counted skips.
+SKIP_TYPES = ("DIRECTORY", "LINK", "SYMLINK", "HARDLINK", "FIFO", "SOCKET")
+# Fields hsi may pad with spaces after the tab (right-aligned numbers, a blank cartridge " ").
+PADDED = ("type", "size", "pos", "vol", "cdate", "ctime")
 TIME_FORMAT = "%m/%d/%Y %H:%M:%S"
 # Columns of a FILE line (0-based); the line-splitting path counts from the end after the path.
 _COLUMNS = {"type": 0, "path": 1, "size": 2, "pos": 4, "vol": 5, "cdate": 9, "ctime": 10}
@@ -95,6 +98,7 @@ def fields_by_lines(block: Block) -> tuple[pl.DataFrame, list[Reject], bool]:
 
 def checked(fields: pl.DataFrame, fast: bool) -> pl.DataFrame:
     """Typed columns and a code per line; copies of single-volume lines are checked here too."""
+    fields = fields.with_columns(pl.col(c).str.strip_chars(" ") for c in PADDED)
     t, nf, vol, pos, raw = (pl.col(c) for c in ("type", "nf", "vol", "pos", "raw"))
     size = pl.col("size").str.to_integer(strict=False)
     written = pl.concat_str([pl.col("cdate"), pl.col("ctime")], separator=" ").str.strptime(

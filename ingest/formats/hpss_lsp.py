@@ -21,8 +21,10 @@ Rules (docs/formats/hpss-lsp.md and the synthetic-site contract):
 - aggregate_id: "volume:section" for members; copy_id: "volume:section:offset" (offset empty
   when 0 or null); file_id and path: the path, kept verbatim (a path holding tabs is rebuilt
   from the fields between the type and the last eleven). written_at: the create time (UTC).
-- Skipped, counted: blank lines, DIRECTORY/LINK/SYMLINK lines, comment and hsi warning lines,
-  zero-length files without a volume.
+- Fields after a tab may be padded with spaces (right-aligned sizes, a blank cartridge " "):
+  the padding is not part of the value (the path excepted, kept verbatim).
+- Skipped, counted: blank lines, DIRECTORY/LINK/SYMLINK/HARDLINK/FIFO/SOCKET lines, comment and
+  hsi warning lines, zero-length files without a volume (blank or a single space).
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ class _Members:
 class _Spill:
     """Copies at offset 0 still waiting to learn whether their section holds an aggregate."""
 
-    COLUMNS = ("path", "size_bytes", "written_at", "volume", "section", "copy_no", "key")
+    COLUMNS = ("line_no", "path", "size_bytes", "written_at", "volume", "section", "copy_no", "key")
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -315,5 +317,6 @@ def _rows(frame: pl.DataFrame, source: str) -> pl.DataFrame:
         pl.when(offset.is_not_null()).then(place).alias("aggregate_id"),
         pl.col("copy_no"),
         pl.col("written_at"),
+        pl.col("line_no"),
     )
-    return conform("catalog", rows)
+    return conform("catalog", rows).with_columns(rows["line_no"])

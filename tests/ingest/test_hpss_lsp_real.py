@@ -1,0 +1,61 @@
+"""HPSS `hsi ls -P` with the padding and entry types real listings carry
+(tests/data/catalog/hpss-ls-P-padded.txt)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+from tapelens.ingest.formats import hpss_lsp, lookup
+from tapelens.ingest.formats.base import ParseOptions
+from tapelens.ingest.load import ingest_file
+
+LISTING = Path(__file__).parent.parent / "data" / "catalog" / "hpss-ls-P-padded.txt"
+OPTS = ParseOptions(source="hpss")
+
+
+def parsed(path: Path, **options: object) -> tuple[pl.DataFrame, dict[int, str], int]:
+    opts = ParseOptions(source="hpss", **options)  # type: ignore[arg-type]
+    batches = list(hpss_lsp.parse(path, options=opts))
+    frame = pl.concat([b.frame for b in batches]).sort("line_no", "copy_no")
+    return (
+        frame,
+        {r.line_no: r.reason for b in batches for r in b.rejects},
+        sum(b.skipped for b in batches),
+    )
+
+
+def test_padded_fields_blank_cartridges_and_entry_types() -> None:
+    frame, rejects, skipped = parsed(LISTING)
+    got = frame.select("path", "size_bytes", "volume", "position", "offset_bytes", "copy_no")
+    assert got.rows() == [
+        ("/home/projects/e3sm/run1/zstash/000000.tar", 68719476736, "EA1548", 3, None, 1),
+        ("/home/projects/e3sm/run1/zstash/000001.tar", 1073741824, "EA1548", 7, None, 1),
+        ("/home/projects/e3sm/run1/zstash/000001.tar", 1073741824, "EB0211", 7, None, 2),
+        ("/home/projects/e3sm/run1/small/a.nc", 40960, "EA1548", 12, 0, 1),
+        ("/home/projects/e3sm/run1/small/b.nc", 81920, "EA1548", 12, 40960, 1),
+    ]
+    assert frame["line_no"].to_list() == [3, 4, 4, 6, 7]
+    # comment, directory, zero-length file on no cartridge (" "), hard link, link
+    assert skipped == 5
+    assert rejects == {10: 'size "12 34" is not a number of bytes'}
+
+
+def test_compressed_and_line_by_line_read_the_same(tmp_path: Path) -> None:
+    plain, rejects, skipped = parsed(LISTING)
+    packed = tmp_path / "listing.txt.gz"
+    packed.write_bytes(gzip.compress(LISTING.read_bytes()))
+    again, rejects2, skipped2 = parsed(packed)
+    assert_frame_equal(plain, again)
+    assert (rejects, skipped) == (rejects2, skipped2)
+    tiny, rejects3, _ = parsed(LISTING, batch_rows=1)
+    assert_frame_equal(plain, tiny)
+    assert rejects3 == rejects
+
+
+def test_loads(dsn: str) -> None:
+    result = ingest_file(dsn, lookup("catalog", "hpss-lsp"), LISTING, OPTS)
+    assert (result.rows, result.rejects, result.skipped) == (5, 1, 5)
