@@ -70,6 +70,7 @@ TAPES: dict[str, pl.DataType] = {
     "capacity_bytes": pl.Int64(),
     "state": pl.String(),
     "media_from": pl.String(),
+    "state_raw": pl.String(),  # the inventory's own words for the state
 }
 
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {

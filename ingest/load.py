@@ -688,7 +688,8 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
                 " on conflict (volume) do update set barcode = excluded.barcode,"
                 " media_type = excluded.media_type, library = excluded.library,"
                 " pool = excluded.pool, capacity_bytes = excluded.capacity_bytes,"
-                " state = excluded.state, media_from = excluded.media_from, updated_at = now(),"
+                " state = excluded.state, media_from = excluded.media_from,"
+                " state_raw = excluded.state_raw, updated_at = now(),"
                 " updated_run_id = excluded.updated_run_id"
             ).format(t=table, c=cols, r=sql.Literal(run_id))
         )

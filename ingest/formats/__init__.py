@@ -115,7 +115,30 @@ FORMATS: tuple[Format, ...] = (
         help="CTA tape daemon JSON log (tape sessions)",
     ),
     Format("mounts", "csv", "mounts_csv", "parse", "csv", help="ACSLS/library CSV export"),
-    Format("tapes", "csv", "tapes_csv", "parse", "inventory", help="tape inventory CSV"),
+    Format(
+        "tapes",
+        "csv",
+        "tapes_csv",
+        "parse",
+        "inventory",
+        help="tape inventory CSV (canonical, CTA or Spectrum Protect state words)",
+    ),
+    Format(
+        "tapes",
+        "cta-tape-ls",
+        "cta_tape_ls",
+        "parse",
+        "inventory",
+        help="CTA `cta-admin tape ls`, text table or --json",
+    ),
+    Format(
+        "tapes",
+        "tsm-volumes",
+        "tsm_volumes",
+        "parse",
+        "inventory",
+        help="Spectrum Protect `select * from volumes` (dsmadmc -comma, with a header)",
+    ),
 )
 
 

@@ -4,8 +4,10 @@ Columns come from the header line (any order; unknown columns ignored), ParseOpt
 or the order above. The media type is the inventory's when it names a known type (LTO8 and
 lto-8 are read as LTO-8); when it is empty or "unknown", the LTO/3592 suffix of the barcode
 (A85532L8 -> LTO-8), else of the volume name (VTS104L7); else "unknown". `media_from` records
-which (inventory, barcode, unknown). An empty state is "unknown". A volume listed twice is
-refused the second time (one row per cartridge).
+which (inventory, barcode, unknown). The state is a canonical word or one system's own
+(tape_states.py: CTA's BROKEN, Spectrum Protect's OFFSITE...), kept as given in state_raw; an
+empty state is "unknown", a word no system uses is refused. A volume listed twice is refused the
+second time (one row per cartridge).
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from tapelens.ingest.canonical import TAPES
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.fields import is_message, parse_count, quote
 from tapelens.ingest.formats.linewise import Lines, run
+from tapelens.ingest.formats.tape_states import STATES, any_state
 
 KIND = "tapes"
 FORMAT = "csv"
 
 COLUMNS = ("volume", "barcode", "media_type", "library", "pool", "capacity_bytes", "state")
-STATES = ("empty", "filling", "full", "readonly", "disabled", "repacked", "unknown")
 UNKNOWN = "unknown"
 
 
@@ -67,7 +69,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         out.keep(no, text, row)
 
     def finish(lines: Lines) -> pl.DataFrame:
-        return lines.frame(TAPES).drop("line_no", "raw")
+        return lines.frame(TAPES).drop("raw")
 
     yield from run(path, options, tuple(TAPES), handle, finish)
 
@@ -105,9 +107,10 @@ def _row(fields: list[str], c: dict[str, int]) -> tuple[Any, ...] | str:
     capacity = parse_count(capacity_text) if capacity_text else None
     if capacity_text and capacity is None:
         return f"capacity_bytes {quote(capacity_text)} is not a number of bytes"
-    state = get("state").lower() or UNKNOWN
-    if state not in STATES:
-        return f"state {quote(state)} is not one of {', '.join(STATES)}"
+    raw = get("state")
+    state = any_state(raw) if raw else UNKNOWN
+    if state is None:
+        return f"state {quote(raw)} is none of {', '.join(STATES)} nor a CTA or TSM state"
     return (
         volume,
         barcode or None,
@@ -117,4 +120,5 @@ def _row(fields: list[str], c: dict[str, int]) -> tuple[Any, ...] | str:
         capacity,
         state,
         media_from,
+        raw or None,
     )

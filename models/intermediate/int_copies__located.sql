@@ -33,8 +33,13 @@ final as (
         coalesce(tapes.media_type, 'unknown') as media_type,
         coalesce(tapes.state, 'unknown') as tape_state,
         coalesce(tapes.capacity_bytes, media_types.capacity_bytes) as capacity_bytes,
+        -- a copy is gone when the dump no longer lists it, or its tape was repacked or
+        -- destroyed; a broken, exported or unavailable tape still holds it (is_readable)
         copies.removed_at is null
-        and coalesce(tapes.state, 'unknown') <> 'repacked' as is_live
+        and coalesce(tapes.state, 'unknown') not in ('repacked', 'destroyed') as is_live,
+        coalesce(tapes.state, 'unknown') not in (
+            'repacked', 'destroyed', 'broken', 'exported', 'unavailable'
+        ) as is_readable
     from copies
     left join tapes
         on copies.volume = tapes.volume

@@ -11,6 +11,7 @@ final as (
         pool,
         capacity_bytes,
         state,
+        state_raw,
         media_from,
         updated_at,
         updated_run_id

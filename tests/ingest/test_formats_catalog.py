@@ -642,23 +642,15 @@ def test_parquet_typed_and_text_columns(tmp_path: Path) -> None:
 
 def test_tapes_inventory_media_types() -> None:
     frame, rejects, skipped = parse(tapes_csv, DATA / "tapes.csv")
+    L8, SL, RAW = "A85532L8", "SL8500-1", "atlas_raw"
     expected = pl.DataFrame(
         [
-            (
-                "A85532",
-                "A85532L8",
-                "LTO-8",
-                "SL8500-1",
-                "atlas_raw",
-                12000000000000,
-                "full",
-                "inventory",
-            ),
-            ("A85533", "A85533L8", "LTO-8", "SL8500-1", "atlas_raw", None, "filling", "barcode"),
-            ("VTS104L7", None, "LTO-7", "TS4500", "gridka", None, "unknown", "barcode"),
-            ("X03527", None, "unknown", None, None, None, "readonly", "unknown"),
-            ("J00001", "J00001JD", "3592-JD", "TS4500", "cms", None, "full", "barcode"),
-            ("A85534", "A85534L8", "LTO-8", "SL8500-1", "atlas_raw", None, "full", "inventory"),
+            ("A85532", L8, "LTO-8", SL, RAW, 12000000000000, "full", "inventory", "full"),
+            ("A85533", "A85533L8", "LTO-8", SL, RAW, None, "filling", "barcode", "filling"),
+            ("VTS104L7", None, "LTO-7", "TS4500", "gridka", None, "unknown", "barcode", None),
+            ("X03527", None, "unknown", None, None, None, "readonly", "unknown", "readonly"),
+            ("J00001", "J00001JD", "3592-JD", "TS4500", "cms", None, "full", "barcode", "full"),
+            ("A85534", "A85534L8", "LTO-8", SL, RAW, None, "full", "inventory", "FULL"),
         ],
         schema=TAPES,
         orient="row",

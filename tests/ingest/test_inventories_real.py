@@ -1,0 +1,123 @@
+"""Tape inventories in each system's own words: CTA `tape ls`, Spectrum Protect volumes, and
+a generic CSV with their state words (tests/data/catalog/inventory-*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tapelens.ingest.formats import cta_tape_ls, lookup, tsm_volumes
+from tapelens.ingest.formats.base import ParseOptions
+from tapelens.ingest.formats.tape_states import STATES, any_state, cta_state, tsm_state
+from tapelens.ingest.load import ingest_file
+
+DATA = Path(__file__).parent.parent / "data" / "catalog"
+OPTS = ParseOptions(source="inventory")
+
+
+def parsed(module: object, name: str) -> tuple[dict[str, dict], dict[int, str], int]:
+    batches = list(module.parse(DATA / name, options=OPTS))  # type: ignore[attr-defined]
+    rows = {r["volume"]: r for b in batches for r in b.frame.iter_rows(named=True)}
+    return (
+        rows,
+        {r.line_no: r.reason for b in batches for r in b.rejects},
+        sum(b.skipped for b in batches),
+    )
+
+
+def test_every_system_word_maps_into_the_vocabulary() -> None:
+    for word in (
+        "DISABLED",
+        "REPACKING",
+        "REPACKING_PENDING",
+        "REPACKING_DISABLED",
+        "BROKEN",
+        "BROKEN_PENDING",
+        "EXPORTED",
+        "EXPORTED_PENDING",
+    ):
+        assert cta_state(word, True) in STATES
+    assert (cta_state("ACTIVE", True), cta_state("ACTIVE", False)) == ("full", "filling")
+    for access in ("READONLY", "UNAVAILABLE", "DESTROYED", "OFFSITE"):
+        assert tsm_state(access, "FULL") in STATES
+    for status in ("FILLING", "FULL", "EMPTY", "PENDING"):
+        assert tsm_state("READWRITE", status) in STATES
+    assert tsm_state("SCRATCHED", "FULL") is None
+    assert any_state("Broken") == "broken" and any_state("ACTIVE") is None
+
+
+def test_cta_tape_ls_text_table() -> None:
+    rows, rejects, skipped = parsed(cta_tape_ls, "inventory-cta-tape-ls.txt")
+    states = {v: (r["state"], r["state_raw"]) for v, r in rows.items()}
+    assert states == {
+        "L81234": ("full", "ACTIVE"),
+        "L81235": ("filling", "ACTIVE"),
+        "L81236": ("disabled", "DISABLED"),
+        "L81237": ("repacking", "REPACKING"),
+        "L81238": ("broken", "BROKEN"),
+        "L81239": ("exported", "EXPORTED"),
+        "L81240": ("repacking", "REPACKING_PENDING"),
+        "I10001": ("full", "ACTIVE"),
+    }
+    assert rows["L81234"]["capacity_bytes"] == 12_000_000_000_000
+    assert (rows["L81234"]["media_type"], rows["I10001"]["media_type"]) == ("LTO-8", "3592-JE")
+    assert rows["L81236"]["pool"] == "atlas_raw"
+    assert rejects == {
+        9: 'state "MISPLACED" is not a CTA tape state (ACTIVE, DISABLED, BROKEN, ...)',
+        10: 'vid "L81234" already listed on line 2',
+    }
+    assert skipped == 1
+
+
+def test_cta_tape_ls_json(tmp_path: Path) -> None:
+    path = tmp_path / "tape-ls.json"
+    path.write_text(
+        '{"vid":"L81234","mediaType":"LTO8","logicalLibrary":"IBMLIB4","tapepool":"atlas_raw",'
+        '"capacity":"12000000000000","full":true,"state":"BROKEN"}\n'
+    )
+    batches = list(cta_tape_ls.parse(path, options=OPTS))
+    (row,) = [r for b in batches for r in b.frame.iter_rows(named=True)]
+    assert (row["state"], row["state_raw"], row["capacity_bytes"]) == (
+        "broken",
+        "BROKEN",
+        12_000_000_000_000,
+    )
+
+
+def test_tsm_volumes_with_dsmadmc_banner() -> None:
+    rows, rejects, skipped = parsed(tsm_volumes, "inventory-tsm-volumes.txt")
+    states = {v: r["state"] for v, r in rows.items()}
+    assert states == {
+        "A00001L8": "full",
+        "A00002L8": "filling",
+        "A00003L8": "empty",
+        "A00004L8": "empty",
+        "A00005L8": "readonly",
+        "A00006L8": "exported",
+        "A00007L8": "unavailable",
+        "A00008L8": "destroyed",
+        "VTS104L7": "full",
+    }
+    assert rows["A00006L8"]["state_raw"] == "OFFSITE/FULL"
+    assert rows["A00001L8"]["capacity_bytes"] == round(11444091.8 * 2**20)
+    assert (rows["A00001L8"]["media_type"], rows["VTS104L7"]["media_type"]) == ("LTO-8", "LTO-7")
+    assert sorted(rejects) == [21, 22]
+    assert "SCRATCHED" in rejects[22]
+    assert skipped == 12  # banner, session lines, blanks, ANS messages, header
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "count"),
+    [
+        ("cta-tape-ls", "inventory-cta-tape-ls.txt", 8),
+        ("tsm-volumes", "inventory-tsm-volumes.txt", 9),
+    ],
+)
+def test_loads_keep_the_systems_words(dsn: str, fmt: str, name: str, count: int) -> None:
+    result = ingest_file(dsn, lookup("tapes", fmt), DATA / name, OPTS)
+    assert result.rows == count
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute("select count(*), count(state_raw) from tapelens.tapes").fetchone()
+    assert found == (count, count)
