@@ -16,7 +16,8 @@ Choices:
   A path dCache did not know (`[Unknown]` or `[]`) is null.
 - rc != 0 is a failed transfer, kept with status failed and the message in `error`.
 - Records of other types (transfer, request, remove, ...) are counted skips.
-- Times are taken as UTC (billing writes the pool's local time without a zone).
+- Billing writes the pool's local time without a zone: times are read in
+  ParseOptions.timezone (--timezone, default UTC); a local time the zone skipped is refused.
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ from tapelens.ingest.formats.logfields import (
     clock,
     first_year,
     integer,
+    local_time,
     month_day,
     quote,
     seconds,
     text,
-    utc_time,
 )
 
 KIND = "transfers"
@@ -66,7 +67,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
                 out.skip()
                 continue
             try:
-                row = _record(line, years, options.source)
+                row = _record(line, years, options.source, options.timezone)
             except FieldError as exc:
                 out.reject(line, str(exc))
                 continue
@@ -79,7 +80,9 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         yield out.flush()
 
 
-def _record(line: Line, years: YearTracker, source: str) -> dict[str, Any] | None:
+def _record(
+    line: Line, years: YearTracker, source: str, zone: str = "UTC"
+) -> dict[str, Any] | None:
     head = _HEAD.fullmatch(line.text.strip())
     if head is None:
         raise FieldError("not a billing record (MM.dd HH:MM:SS [cellType:cellName:type] ...)")
@@ -92,7 +95,7 @@ def _record(line: Line, years: YearTracker, source: str) -> dict[str, Any] | Non
         return None
     month, day = month_day(date, ".", "MM.dd")
     hms = clock(time_of_day)
-    ended_at = utc_time(years.peek(month), month, day, hms, date)
+    ended_at = local_time(years.peek(month), month, day, hms, date, zone)
     years.commit(month)
 
     body = _REST.fullmatch(rest)

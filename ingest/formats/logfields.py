@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -126,6 +127,24 @@ def utc_time(year: int, month: int, day: int, hms: tuple[int, int, int], shown: 
         return datetime(year, month, day, *hms, tzinfo=UTC)
     except ValueError:
         raise FieldError(f"date {quote(shown)} is not a day of {year}") from None
+
+
+def local_time(
+    year: int, month: int, day: int, hms: tuple[int, int, int], shown: str, zone: str
+) -> datetime:
+    """A local wall-clock time in IANA `zone`, as UTC. A time the zone skipped (the hour lost
+    when daylight saving time starts) is refused; one it repeats is read as the first."""
+    if zone == "UTC":
+        return utc_time(year, month, day, hms, shown)
+    try:
+        local = datetime(year, month, day, *hms)
+    except ValueError:
+        raise FieldError(f"date {quote(shown)} is not a day of {year}") from None
+    tz = ZoneInfo(zone)
+    aware = local.replace(tzinfo=tz, fold=0)
+    if aware.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != local:
+        raise FieldError(f"{local:%Y-%m-%d %H:%M:%S} does not exist in {zone}")
+    return aware.astimezone(UTC)
 
 
 def iso_time(name: str, value: str) -> datetime:

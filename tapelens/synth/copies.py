@@ -278,7 +278,9 @@ def canonical(
         checksum=checksum,
         offset_bytes=pl.col("offset"),
     )
-    cols = [pl.col(c).cast(t) for c, t in TAPE_FILES.items()]
+    # The generated site prints exact sizes: no rounding bound.
+    exact = {"size_bound_bytes": pl.lit(None)}
+    cols = [exact.get(c, pl.col(c)).cast(t).alias(c) for c, t in TAPE_FILES.items()]
     if flags:
         cols += [
             (pl.col("seq") > 0).alias("is_duplicate"),

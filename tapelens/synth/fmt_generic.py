@@ -45,6 +45,7 @@ def tapes_frame(p: SiteParams, placement: Placement) -> pl.DataFrame:
             "capacity_bytes": [MEDIA[m].capacity_bytes for m in media],
             "state": [STATES[int(s)] for s in placement.tape_state],
             "media_from": ["inventory"] * placement.n_tapes,
+            "state_raw": [STATES[int(s)] for s in placement.tape_state],
         }
     )
     return frame.select([pl.col(c).cast(t) for c, t in TAPES.items()]).sort("volume")
