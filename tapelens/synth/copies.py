@@ -35,6 +35,10 @@ FLAG_COLUMNS = (
     "outage",
 )
 
+# The canonical copy columns a generated site writes: its sizes are exact, so it has no
+# rounding bound (size_bound_bytes).
+SITE_COPY_COLUMNS = [c for c in TAPE_FILES if c != "size_bound_bytes"]
+
 
 @dataclass
 class Copies:
@@ -278,9 +282,7 @@ def canonical(
         checksum=checksum,
         offset_bytes=pl.col("offset"),
     )
-    # The generated site prints exact sizes: no rounding bound.
-    exact = {"size_bound_bytes": pl.lit(None)}
-    cols = [exact.get(c, pl.col(c)).cast(t).alias(c) for c, t in TAPE_FILES.items()]
+    cols = [pl.col(c).cast(TAPE_FILES[c]) for c in SITE_COPY_COLUMNS]
     if flags:
         cols += [
             (pl.col("seq") > 0).alias("is_duplicate"),

@@ -12,7 +12,8 @@ from typing import Any
 import polars as pl
 
 from tapelens.analysis.media import BY_NAME as MEDIA
-from tapelens.ingest.canonical import TAPE_FILES, TAPES
+from tapelens.ingest.canonical import TAPES
+from tapelens.synth.copies import SITE_COPY_COLUMNS
 from tapelens.synth.outputs import Consumer, Sink, entry, live
 from tapelens.synth.params import SiteParams
 from tapelens.synth.tapes import STATES, Placement, media_names
@@ -45,10 +46,11 @@ def tapes_frame(p: SiteParams, placement: Placement) -> pl.DataFrame:
             "capacity_bytes": [MEDIA[m].capacity_bytes for m in media],
             "state": [STATES[int(s)] for s in placement.tape_state],
             "media_from": ["inventory"] * placement.n_tapes,
-            "state_raw": [STATES[int(s)] for s in placement.tape_state],
         }
     )
-    return frame.select([pl.col(c).cast(t) for c, t in TAPES.items()]).sort("volume")
+    # The generated inventory writes tapelens's own state words: no system words to keep.
+    cols = [pl.col(c).cast(t) for c, t in TAPES.items() if c != "state_raw"]
+    return frame.select(cols).sort("volume")
 
 
 def write_tapes(out_dir: Path, p: SiteParams, placement: Placement) -> list[dict[str, Any]]:
@@ -68,7 +70,7 @@ class CopiesCsv(Consumer):
 
     def write(self, rows: pl.DataFrame) -> None:
         rows = live(rows)
-        out = rows.select(list(TAPE_FILES)).with_columns(
+        out = rows.select(SITE_COPY_COLUMNS).with_columns(
             written_at=iso_z(rows["written_s"].to_numpy())
         )
         self.sink.csv(out, header=self.header)
@@ -76,6 +78,6 @@ class CopiesCsv(Consumer):
 
     def close(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if self.header:
-            self.sink.text(",".join(TAPE_FILES) + "\n")
+            self.sink.text(",".join(SITE_COPY_COLUMNS) + "\n")
         self.sink.close()
         return [], [entry(self.sink.rel, "catalog", "csv", self.p.source)]

@@ -9,9 +9,8 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from tapelens.ingest.canonical import TAPE_FILES
 from tapelens.synth import truth
-from tapelens.synth.copies import FLAG_COLUMNS, Copies, Names, canonical
+from tapelens.synth.copies import FLAG_COLUMNS, SITE_COPY_COLUMNS, Copies, Names, canonical
 from tapelens.synth.fmt_generic import tapes_frame
 from tapelens.synth.outputs import Consumer, Progress
 from tapelens.synth.params import SiteParams
@@ -150,7 +149,7 @@ class TruthCopies(Consumer):
     def __init__(self, out_dir: Path) -> None:
         self.path = out_dir / TRUTH / "copies.parquet"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.columns = [*TAPE_FILES, *FLAG_COLUMNS]
+        self.columns = [*SITE_COPY_COLUMNS, *FLAG_COLUMNS]
         self.writer: pq.ParquetWriter | None = None
 
     def write(self, rows: pl.DataFrame) -> None:
