@@ -32,6 +32,7 @@ BATCH_ROWS = 200_000
 # on Linux, a log record a few kilobytes); anything longer is a corrupt or foreign file, refused
 # as one line without holding it in memory.
 MAX_LINE_BYTES = 64 * 1024
+BOM = b"\xef\xbb\xbf"
 LONG_LINE = f"line longer than {MAX_LINE_BYTES:,} bytes (the longest line a reader accepts)"
 LONG_LINE_KEPT = 200  # bytes of an over-long line kept with its rejection
 
@@ -157,7 +158,12 @@ class LineReader:
         """The input's lines with terminators, and whether each is within MAX_LINE_BYTES; a
         longer line is read to its end in bounded pieces and only its start is kept."""
         readline = self._stream.readline
+        first = True
         while line := readline(MAX_LINE_BYTES + 1):
+            if first:
+                # A byte order mark (Excel's and some Windows tools' UTF-8) is not part of the
+                # first line: it would hide a header's first column name.
+                line, first = line.removeprefix(BOM), False
             if line.endswith(b"\n") or len(line) <= MAX_LINE_BYTES:
                 yield line, True
                 continue

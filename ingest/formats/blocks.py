@@ -22,6 +22,7 @@ import polars as pl
 
 from tapelens.errors import InputError
 from tapelens.ingest.formats.base import (
+    BOM,
     COMPRESSION_HEAD,
     LONG_LINE,
     LONG_LINE_KEPT,
@@ -64,6 +65,7 @@ class BlockReader(LineReader):
     def blocks(self, block_bytes: int) -> Iterator[Block]:
         self.line_no = 1
         pending = b""
+        first = True  # the first block drops a byte order mark
         while True:
             try:
                 chunk = self._stream.read(block_bytes)
@@ -71,7 +73,11 @@ class BlockReader(LineReader):
                 raise InputError(f"{self.name}:{self.line_no}: cannot read ({exc})") from None
             if not chunk:
                 if pending:
-                    yield Block(pending, self.line_no, self.bytes_read)
+                    yield Block(
+                        pending.removeprefix(BOM) if first else pending,
+                        self.line_no,
+                        self.bytes_read,
+                    )
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
@@ -86,6 +92,8 @@ class BlockReader(LineReader):
             else:  # one copy: the carried-over start of a line, then the chunk's whole lines
                 whole = b"".join((pending, memoryview(chunk)[: cut + 1]))
             pending = chunk[cut + 1 :]
+            if first:
+                whole, first = whole.removeprefix(BOM), False
             yield Block(whole, self.line_no, self.bytes_read)
 
     def advance(self, n_lines: int) -> None:
@@ -121,7 +129,8 @@ class FileBlocks:
                     cut = mm.find(b"\n", end)
                 end = self.size if cut < 0 else cut + 1
             self.bytes_read = end
-            yield Block(mm[start:end], self.line_no, end)
+            data = mm[start:end]
+            yield Block(data.removeprefix(BOM) if start == 0 else data, self.line_no, end)
             self.release(start, end)
             start = end
 
