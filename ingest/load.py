@@ -651,8 +651,21 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
     if kind == "catalog":
         keys = ("source", "copy_id", "written_at")
         changing = [c for c in columns if c not in keys]
+        # An exact size stays when a dump that prints sizes rounded (CTA's text table) lists
+        # the copy again with a size its rounding allows: the exact figure is the better one.
+        keep_exact = sql.SQL(
+            "case when excluded.size_bound_bytes is not null"
+            " and tape_files.size_bound_bytes is null"
+            " and abs(excluded.size_bytes - tape_files.size_bytes) <= excluded.size_bound_bytes"
+            " then tape_files.{c} else excluded.{c} end"
+        )
         sets = sql.SQL(", ").join(
-            sql.SQL("{} = excluded.{}").format(sql.Identifier(c), sql.Identifier(c))
+            sql.SQL("{} = ").format(sql.Identifier(c))
+            + (
+                keep_exact.format(c=sql.Identifier(c))
+                if c in ("size_bytes", "size_bound_bytes")
+                else sql.SQL("excluded.{}").format(sql.Identifier(c))
+            )
             for c in changing
         )
         cur.execute(

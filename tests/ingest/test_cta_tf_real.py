@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.ingest.formats import cta_tf, lookup
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.formats.cta_tf import APPROXIMATE, size_of
-from tapelens.ingest.load import ingest_file
+from tapelens.ingest.load import ShrinkGuard, ingest_file
 
 DATA = Path(__file__).parent.parent / "data" / "catalog"
 TABLE = DATA / "cta-tf-ls.txt"
@@ -111,3 +112,25 @@ def test_a_load_keeps_the_rounding_bound_and_says_so(dsn: str) -> None:
             " where copy_id in ('4211191/1', '4211194/1') order by copy_id"
         ).fetchall()
     assert found == [("4211191/1", 964_500, 50), ("4211194/1", 512, None)]
+
+
+@pytest.mark.parametrize("json_first", [True, False])
+def test_an_exact_size_wins_over_a_rounded_one(dsn: str, tmp_path: Path, json_first: bool) -> None:
+    doc = {
+        "af": {"archiveId": "4211190", "size": "5242880000", "creationTime": "1717327200"},
+        "tf": {"vid": "L81234", "copyNb": 1, "fSeq": "1375"},
+        "df": {"path": "/eos/ctaatlas/archive/data24/raw/run00481/f001.raw"},
+    }
+    exact = tmp_path / "tf.json"
+    exact.write_text(json.dumps(doc) + "\n")
+    fmt = lookup("catalog", "cta-tf")
+    zurich = ParseOptions(source="cta", timezone="Europe/Zurich")
+    guard = ShrinkGuard(allow=True)
+    for path in [exact, TABLE] if json_first else [TABLE, exact]:
+        ingest_file(dsn, fmt, path, zurich, guard=guard)
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "select size_bytes, size_bound_bytes from tapelens.tape_files"
+            " where copy_id = '4211190/1'"
+        ).fetchall()
+    assert found == [(5_242_880_000, None)]
