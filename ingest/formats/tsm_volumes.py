@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from tapelens.analysis.media import BY_NAME, media_from_barcode, normalise_drive_type
+from tapelens.errors import InputError
 from tapelens.ingest.canonical import TAPES
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.fields import is_message, quote
@@ -80,6 +81,12 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         return lines.frame(TAPES).drop("raw")
 
     yield from run(path, options, tuple(TAPES), handle, finish)
+    if columns is None and seen == {}:
+        name = options.extra.get("display_name", str(path))
+        raise InputError(
+            f"{name}: no header line naming VOLUME_NAME; run dsmadmc without -dataonly=yes"
+            " (or give --columns)"
+        )
 
 
 def _row(fields: list[str], c: dict[str, int]) -> tuple[Any, ...] | str:

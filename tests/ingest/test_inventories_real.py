@@ -8,6 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tapelens.errors import InputError
 from tapelens.ingest.formats import cta_tape_ls, lookup, tsm_volumes
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.formats.tape_states import STATES, any_state, cta_state, tsm_state
@@ -121,3 +122,10 @@ def test_loads_keep_the_systems_words(dsn: str, fmt: str, name: str, count: int)
     with psycopg.connect(dsn) as conn:
         found = conn.execute("select count(*), count(state_raw) from tapelens.tapes").fetchone()
     assert found == (count, count)
+
+
+def test_tsm_volumes_without_a_header_is_one_clear_error(tmp_path: Path) -> None:
+    bare = tmp_path / "volumes.txt"
+    bare.write_text("A00001L8,TAPEPOOL,LTO8CLASS,11444091.8,99.1,FULL,READWRITE\n")
+    with pytest.raises(InputError, match="no header line naming VOLUME_NAME"):
+        list(tsm_volumes.parse(bare, options=OPTS))

@@ -16,7 +16,10 @@ from tapelens.ingest.formats.base import LONG_LINE, MAX_LINE_BYTES, ParseOptions
 DATA = Path(__file__).parent.parent / "data" / "catalog"
 FORMAT_IDS = [f"{f.kind}-{f.name}-{f.function}" for f in FORMATS]
 # Formats whose first line must be their header; the others take any first line.
-HEADERS = {("catalog", "csv"): (DATA / "copies.csv").read_bytes().splitlines()[0]}
+HEADERS = {
+    ("catalog", "csv"): (DATA / "copies.csv").read_bytes().splitlines()[0],
+    ("tapes", "tsm-volumes"): b"VOLUME_NAME,STGPOOL_NAME,STATUS,ACCESS",
+}
 
 
 def first(fmt: Format, default: bytes) -> bytes:
