@@ -134,6 +134,10 @@ def _split_names(header: str) -> list[tuple[str, int]]:
 def _json_fields(body: str) -> dict[str, str] | str:
     try:
         doc = json.loads(body)
+        # JSON may escape a lone surrogate (\ud800), which no UTF-8 text can hold.
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "a JSON string holds a lone surrogate (not valid Unicode)"
     except (ValueError, RecursionError):
         return "not a JSON object"
     if not isinstance(doc, dict):

@@ -279,9 +279,14 @@ def _decoded_by_line(frame: pl.DataFrame, lines: Lines) -> pl.DataFrame:
     for no, raw, body in frame.select("line_no", "raw", "archive").iter_rows():
         try:
             doc = json.loads(body)
+            # JSON may escape a lone surrogate (\ud800), which no UTF-8 text can hold.
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
         except (json.JSONDecodeError, RecursionError) as exc:
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             lines.reject(no, raw, f"not JSON ({why})")
+            continue
+        except UnicodeEncodeError:
+            lines.reject(no, raw, "a JSON string holds a lone surrogate (not valid Unicode)")
             continue
         items = doc if isinstance(doc, list) else [doc]
         found = [_json_item(item) for item in items]

@@ -77,3 +77,22 @@ def test_strict_names_the_undecodable_line_before_a_bad_one(tmp_path: Path, fmt:
         outcome(fmt, path, options(tmp_path, strict=True))
     assert err.value.line == 2
     assert lenient_rows == 0
+
+
+SURROGATES = (
+    b'{"af":{"archiveId":"1","size":"1","creationTime":"1717327200"},'
+    b'"tf":{"vid":"L8\\udc00","copyNb":1,"fSeq":"1"},"df":{"path":"/a/\\ud83d"}}\n'
+    b'{"vid":"L8\\ud800","mediaType":"LTO8","full":true,"state":"ACTIVE","capacity":"1"}\n'
+    b'{"epoch_time":1717327500,"hostname":"h","pid":1,"tid":2,'
+    b'"message":"Tape session finished","tapeVid":"L8\\ud800X","totalTime":10}\n'
+)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_a_lone_surrogate_in_json_is_that_lines_refusal(tmp_path: Path, fmt: Format) -> None:
+    """JSON can escape a lone surrogate, which no UTF-8 text holds: refused, never a crash."""
+    path = tmp_path / "input-2021.txt"
+    path.write_bytes(first(fmt, b"") + SURROGATES)
+    rows, rejects = outcome(fmt, path, options(tmp_path))
+    assert rows == 0
+    assert set(rejects) <= {2, 3, 4}
