@@ -112,3 +112,10 @@ def conform(kind: str, frame: pl.DataFrame) -> pl.DataFrame:
         for name, dtype in schema.items()
     ]
     return frame.select(cols)
+
+
+def conform_with_lines(kind: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """conform, keeping the rows' input line numbers (column line_no) when the frame has them:
+    the loader refuses a row the database would refuse as that line."""
+    out = conform(kind, frame)
+    return out.with_columns(frame["line_no"]) if "line_no" in frame.columns else out

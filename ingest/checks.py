@@ -3,8 +3,9 @@
 A parser checks that a line has the format's shape; these checks are about what PostgreSQL and
 the canonical tables accept: an index entry has a size limit (a B-tree refuses entries over about
 2,700 bytes, and paths, file ids, copy ids and volumes are indexed), text cannot hold NUL,
-sizes are never negative (a table constraint), and times must be plausible for tape (a year
-such as 20211 is a typo that would sort every mart wrong, not an observation). Each refused row
+sizes are never negative (a table constraint), a name holds no line break, and times must be
+plausible for tape (a year such as 20211 is a typo that would sort every mart wrong, not an
+observation). Each refused row
 becomes its input line's rejection, with the reason; frames carry the line in LINE_NO.
 """
 
@@ -54,6 +55,15 @@ def _checks(kind: str, frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
             (
                 pl.col(name).str.contains("\x00", literal=True).fill_null(False),
                 pl.lit(f"{name} contains a NUL character"),
+            )
+        )
+    for name in (c for c in INDEXED[kind] if c in have):
+        # A carriage return or line feed inside a name is a mangled line end (a quoted CSV
+        # field holding a bare CR), not part of the name a later dump would print.
+        out.append(
+            (
+                pl.col(name).str.contains(r"[\r\n]").fill_null(False),
+                pl.lit(f"{name} holds a line break (CR or LF)"),
             )
         )
     for name in (c for c in INDEXED[kind] if c in have):

@@ -31,7 +31,7 @@ import polars as pl
 import yaml
 
 from tapelens.errors import ConfigError, InputError
-from tapelens.ingest.canonical import TAPE_FILES, UTC_TIME, conform
+from tapelens.ingest.canonical import TAPE_FILES, UTC_TIME, conform_with_lines
 from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
 from tapelens.ingest.formats.blocks import materialised
 from tapelens.ingest.formats.fields import check_strict, is_message, parse_times, quote_expr
@@ -282,7 +282,7 @@ def typed(
         ).alias("copy_id"),
         pl.col("copy_no").fill_null(1),
     )
-    return conform("catalog", good), rejects
+    return conform_with_lines("catalog", good), rejects
 
 
 def _time(given: pl.Series, time_format: str | None) -> pl.Expr:

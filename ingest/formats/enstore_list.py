@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tapelens.ingest.canonical import conform
+from tapelens.ingest.canonical import conform_with_lines
 from tapelens.ingest.formats.base import Batch, LineReader, ParseOptions
 from tapelens.ingest.formats.fields import is_message, quote_expr
 from tapelens.ingest.formats.linewise import Lines, refuse, run
@@ -85,9 +85,10 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             ],
             lines,
         )
-        return conform(
+        return conform_with_lines(
             "catalog",
             good.select(
+                "line_no",
                 pl.lit(options.source).alias("source"),
                 pl.col("bfid").alias("copy_id"),
                 pl.col("name").alias("file_id"),

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from tapelens.errors import ConfigError, ParseError
-from tapelens.ingest.canonical import conform
+from tapelens.ingest.canonical import conform_with_lines
 from tapelens.ingest.formats.base import Batch, LineReader, ParseOptions
 from tapelens.ingest.formats.fields import is_message, micros, parse_count, parse_iso_utc, quote
 from tapelens.ingest.formats.linewise import Lines, refuse, run
@@ -85,9 +85,10 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
 def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:
     """Canonical rows from volume, path, size_bytes, position, offset_bytes, written_at."""
     place = pl.concat_str([pl.col("volume"), pl.lit(":"), pl.col("position").cast(pl.String)])
-    return conform(
+    return conform_with_lines(
         "catalog",
         frame.select(
+            *(["line_no"] if "line_no" in frame.columns else []),
             pl.lit(source).alias("source"),
             copy_id.alias("copy_id"),
             pl.col("path").alias("file_id"),

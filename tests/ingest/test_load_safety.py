@@ -186,3 +186,30 @@ def test_cli_guard_union_and_bad_rule(dsn: str, tmp_path: Path) -> None:
     bad_rule = run(*base, "--dataset-rule", "(?<=/x/)(?P<dataset>[^/]+)", str(shrunk))
     assert bad_rule.returncode != 0 and "Traceback" not in bad_rule.stderr
     assert "look-around" in bad_rule.stderr
+
+
+def test_values_the_database_would_refuse_are_refused_with_their_line(
+    dsn: str, tmp_path: Path
+) -> None:
+    from tapelens.ingest.formats import lookup
+
+    long = "/x/" + "d" * 3000
+    csv_text = (
+        "path,volume,position,size_bytes,written_at\r\n"
+        '"/a/b\rc",V00001L8,1,10,2021-01-01T00:00:00Z\r\n'
+        "/a/ok,V00001L8,2,10,2021-01-01T00:00:00Z\r\n"
+        f"{long},V00001L8,3,10,2021-01-01T00:00:00Z\r\n"
+        "/a/late,V00001L8,4,10,3021-01-01T00:00:00Z\r\n"
+    )
+    path = tmp_path / "export.csv"
+    path.write_text(csv_text, newline="")
+    result = ingest_file(dsn, lookup("catalog", "csv"), path, ParseOptions(source="csv"))
+    assert (result.rows, result.rejects) == (1, 3)
+    with psycopg.connect(dsn) as conn:
+        refused = conn.execute(
+            "select line_no, reason from tapelens.ingest_rejects order by line_no"
+        ).fetchall()
+    assert [no for no, _ in refused] == [2, 4, 5]
+    assert refused[0][1] == "path holds a line break (CR or LF)"
+    assert refused[1][1].startswith("path is 3003 bytes long, longer than the 2,048")
+    assert "outside the years 1950-2100" in refused[2][1]
