@@ -3,16 +3,20 @@ a generic CSV with their state words (tests/data/catalog/inventory-*)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tapelens.errors import InputError
 from tapelens.ingest.formats import cta_tape_ls, lookup, tsm_volumes
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.formats.tape_states import STATES, any_state, cta_state, tsm_state
 from tapelens.ingest.load import ingest_file
+from tests.props import examples
 
 DATA = Path(__file__).parent.parent / "data" / "catalog"
 OPTS = ParseOptions(source="inventory")
@@ -129,3 +133,31 @@ def test_tsm_volumes_without_a_header_is_one_clear_error(tmp_path: Path) -> None
     bare.write_text("A00001L8,TAPEPOOL,LTO8CLASS,11444091.8,99.1,FULL,READWRITE\n")
     with pytest.raises(InputError, match="no header line naming VOLUME_NAME"):
         list(tsm_volumes.parse(bare, options=OPTS))
+
+
+_TSM_WORDS = ["READWRITE", "READONLY", "UNAVAILABLE", "DESTROYED", "OFFSITE", "FILLING", "FULL"]
+_TSM_WORDS += ["EMPTY", "PENDING", "SCRATCHED", "", "readonly", "Full", "ACTIVE", "x,y"]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    access=st.one_of(st.sampled_from(_TSM_WORDS), st.text("ADEFILNORSTUWY_ ,", max_size=12)),
+    status=st.one_of(st.sampled_from(_TSM_WORDS), st.text("ADEFILNORSTUWY_ ,", max_size=12)),
+)
+def test_tsm_state_words_map_or_are_refused_by_name(access: str, status: str) -> None:
+    # Whatever words a volume line carries, it becomes a row in the vocabulary (never a silent
+    # 'unknown') or that line's refusal; nothing else escapes.
+    header = "VOLUME_NAME,STGPOOL_NAME,DEVCLASS_NAME,EST_CAPACITY_MB,PCT_UTILIZED,STATUS,ACCESS"
+    line = f"A00001L8,TAPEPOOL,LTO8CLASS,11444091.8,99.1,{status},{access}"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "volumes.txt"
+        path.write_text(f"{header}\n{line}\n")
+        batches = list(tsm_volumes.parse(path, options=OPTS))
+    rows = [r for b in batches for r in b.frame.iter_rows(named=True)]
+    rejects = [r for b in batches for r in b.rejects]
+    assert len(rows) + len(rejects) == 1
+    for row in rows:
+        assert row["state"] in STATES and row["state"] != "unknown"
+        assert row["state"] == tsm_state(access, status)
+    for reject in rejects:
+        assert reject.line_no == 2 and reject.reason
