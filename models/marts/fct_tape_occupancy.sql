@@ -3,7 +3,7 @@
 -- One row per volume of the inventory or holding a live copy: how full it is with live data,
 -- how much of that is duplicate copies (copies after a file's first), its small-file share, and
 -- the gaps of the datasets on it. occupancy = live_bytes / capacity_bytes, the capacity from
--- the inventory, else the media type's nominal capacity. Repacked tapes hold no live copies.
+-- the inventory, else the media type's nominal capacity. Repacked and destroyed tapes hold no live copies.
 with tapes as (
     select * from {{ ref('stg_tapes') }}
 ),
