@@ -18,6 +18,8 @@ PENDING, emptied and waiting for reuse, -> empty).
 
 from __future__ import annotations
 
+import re
+
 STATES = (
     "empty",
     "filling",
@@ -64,12 +66,13 @@ def cta_state(state: str, full: bool | None) -> str | None:
 
 def tsm_state(access: str, status: str) -> str | None:
     """The canonical state of a Spectrum Protect volume; None for words it does not use."""
-    mode = access.strip().upper()
+    # `query volume f=d` prints "Read/Write", "Read-Only"; `select` prints READWRITE, READONLY.
+    mode = re.sub(r"[\s/_-]", "", access).upper()
     if mode in _TSM_ACCESS:
         return _TSM_ACCESS[mode]
     if mode not in ("READWRITE", ""):
         return None
-    return _TSM_STATUS.get(status.strip().upper())
+    return _TSM_STATUS.get(re.sub(r"[\s/_-]", "", status).upper())
 
 
 def any_state(word: str) -> str | None:

@@ -50,6 +50,11 @@ def test_every_system_word_maps_into_the_vocabulary() -> None:
     for status in ("FILLING", "FULL", "EMPTY", "PENDING"):
         assert tsm_state("READWRITE", status) in STATES
     assert tsm_state("SCRATCHED", "FULL") is None
+    # the words of `query volume f=d`
+    assert (tsm_state("Read/Write", "Filling"), tsm_state("Read-Only", "Full")) == (
+        "filling",
+        "readonly",
+    )
     assert any_state("Broken") == "broken" and any_state("ACTIVE") is None
 
 
