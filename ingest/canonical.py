@@ -29,6 +29,9 @@ TAPE_FILES: dict[str, pl.DataType] = {
     # Half a unit of the last printed digit when the dump gives sizes rounded (CTA's text
     # table: 5.2G); null when size_bytes is exact.
     "size_bound_bytes": pl.Int64(),
+    # The other cartridges, in order and comma-separated, of a copy that needs several (striped,
+    # or continuing on the next); the row stands on the first. Null for a copy on one cartridge.
+    "other_volumes": pl.String(),
 }
 
 TRANSFERS: dict[str, pl.DataType] = {

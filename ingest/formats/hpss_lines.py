@@ -33,7 +33,17 @@ _FROM_END = {"size": -11, "pos": -9, "vol": -8, "cdate": -4, "ctime": -3}
 SECTION_BITS = 40
 SECTION_LIMIT = 1 << SECTION_BITS
 # The columns of a placed copy.
-KEEP = ("line_no", "copy_no", "path", "size_bytes", "written_at", "volume", "section", "offset")
+KEEP = (
+    "line_no",
+    "copy_no",
+    "path",
+    "size_bytes",
+    "written_at",
+    "volume",
+    "section",
+    "offset",
+    "other_volumes",
+)
 
 # Line outcomes.
 OK, SKIP, REFUSED_ALREADY = 0, 1, 2
@@ -104,8 +114,9 @@ def checked(fields: pl.DataFrame, fast: bool) -> pl.DataFrame:
     written = pl.concat_str([pl.col("cdate"), pl.col("ctime")], separator=" ").str.strptime(
         UTC_TIME, TIME_FORMAT, strict=False
     )
-    # Several copies: a volume list. (A position list beside a single volume is refused as a
-    # position that is not section+offset.)
+    # A volume list: several copies, or one copy on several cartridges (copies_of).
+    # (A position list beside a single volume is refused as a position that is not
+    # section+offset.)
     multi = vol.str.contains(",", literal=True)
     pieces = pos.str.splitn("+", 2)
     section = pieces.struct.field("field_0").str.to_integer(strict=False)
@@ -156,9 +167,17 @@ def checked(fields: pl.DataFrame, fast: bool) -> pl.DataFrame:
 
 
 def copies_of(lines: pl.DataFrame) -> pl.DataFrame:
-    """One row per copy of multi-volume lines, with a code per copy (R_COUNT on the first)."""
+    """The copies of lines with a volume list, with a code per row (R_COUNT on the first).
+
+    As many positions as volumes: one copy per volume, each at its own position. One position
+    for several volumes: one copy that needs them all (striped across cartridges, or going on
+    to the next); its row stands on the first cartridge, the others in other_volumes. Its rows
+    after the first are kept only when refused, so that a bad entry anywhere refuses the line.
+    """
     vols, poss = pl.col("vol").str.split(","), pl.col("pos").str.split(",")
     n_vol, n_pos = vols.list.len(), poss.list.len()
+    span = n_pos == 1
+    cartridge = pl.element().str.replace(r"^(.{6})[0-9]{2}$", "${1}")
     copies = (
         lines.with_columns(
             pl.when((n_pos != 1) & (n_pos != n_vol))
@@ -171,6 +190,10 @@ def copies_of(lines: pl.DataFrame) -> pl.DataFrame:
             .otherwise(poss.list.first().repeat_by(n_vol))
             .alias("praw"),
             pl.int_ranges(1, n_vol + 1, dtype=pl.Int32).alias("copy_no"),
+            span.alias("span"),
+            pl.when(span)
+            .then(vols.list.slice(1).list.eval(cartridge).list.join(","))
+            .alias("other_volumes"),
         )
         .explode(["vraw", "praw", "copy_no"])
         .with_columns(pl.col("praw").str.splitn("+", 2).alias("pieces"))
@@ -182,7 +205,7 @@ def copies_of(lines: pl.DataFrame) -> pl.DataFrame:
         cartridges(copies["vraw"]).alias("volume"),
     )
     bad_vol = (pl.col("vraw") == "") | pl.col("vraw").str.contains(" ", literal=True)
-    return copies.with_columns(
+    code = (
         pl.when(pl.col("code") != OK)
         .then(pl.col("code"))
         .when(s.is_null() | o.is_null() | (s < 0) | (o < 0) | (s >= SECTION_LIMIT))
@@ -190,8 +213,10 @@ def copies_of(lines: pl.DataFrame) -> pl.DataFrame:
         .when(bad_vol)
         .then(pl.lit(R_VOL, pl.Int8))
         .otherwise(pl.lit(OK, pl.Int8))
-        .alias("code")
-    ).drop("pieces")
+    )
+    copies = copies.with_columns(code.alias("code"))
+    keep = ~pl.col("span") | (pl.col("copy_no") == 1) | (pl.col("code") != OK)
+    return copies.filter(keep).drop("pieces", "span")
 
 
 def refusals(refused: pl.DataFrame, block: Block, fast: bool) -> list[Reject]:

@@ -1,4 +1,4 @@
-"""HPSS `hsi ls -P` listings: one FILE line per file, tab separated, several copies per line.
+"""HPSS `hsi ls -P` listings: one FILE line per file, tab separated, a volume list per line.
 
     FILE  path  size  size  section+offset  vol[,vol...]  cos  0  1  MM/DD/YYYY  HH:MM:SS  ...
 
@@ -8,8 +8,9 @@ and both paths share the same checks.
 
 Rules (docs/formats/hpss-lsp.md and the synthetic-site contract):
 - volume: the cartridge; an 8-character physical volume ending in a 2-digit side (A8553200)
-  loses the side (A85532). copy_no: 1-based index in the comma-separated volume list. The
-  position field is one `section+offset` for all copies, or a comma list with one per copy.
+  loses the side (A85532). A volume list with one position per volume is one copy per volume
+  (copy_no: 1-based index in the list); one position for several volumes is one copy that
+  needs them all, stored on the first with the others in other_volumes.
 - position: the section. offset_bytes: the offset when it is above 0. An offset of 0 is the
   first member of an aggregate when some line of the same listing has the same volume and
   section with an offset above 0, and null otherwise (a file alone in its section).
@@ -62,7 +63,16 @@ from tapelens.ingest.formats.hpss_lines import (
 KIND = "catalog"
 FORMAT = "hpss-lsp"
 
-SCAN_BYTES = 8 << 20  # window of the first pass's byte scan (see blocks.MAX_BLOCK_BYTES)
+# A line with one volume: the first copy, on one cartridge.
+_ONE_CARTRIDGE = (
+    pl.lit(1, pl.Int32).alias("copy_no"),
+    pl.lit(None, pl.String).alias("other_volumes"),
+)
+SCAN_BYTES = 8 << 20
+SEVERAL_CARTRIDGES = (
+    "some copies need several cartridges (one position for several volumes): each is stored on"
+    " its first cartridge, the others in tape_files.other_volumes"
+)  # window of the first pass's byte scan (see blocks.MAX_BLOCK_BYTES)
 
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
@@ -78,15 +88,28 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             members, spill = _first_pass(reader), None
         else:
             members, spill = _Members(), _Spill(Path(spill_dir))
+        told = False
         for block in reader.blocks(block_bytes_for(options.batch_rows)):
             frame, rejects, skipped, n_lines = _parse_block(block, options, members, spill)
             reader.advance(n_lines)
             check_strict(name, options.strict, rejects)
-            yield from batches(frame, rejects, skipped, block.bytes_read, options.batch_rows)
+            for batch in batches(frame, rejects, skipped, block.bytes_read, options.batch_rows):
+                told = _tell_several_cartridges(batch, told)
+                yield batch
         for frame in spill.resolved(members, options.source) if spill else ():
-            yield from batches(frame, [], 0, reader.bytes_read, options.batch_rows)
+            for batch in batches(frame, [], 0, reader.bytes_read, options.batch_rows):
+                told = _tell_several_cartridges(batch, told)
+                yield batch
         if reader.line_no == 1:  # an empty input still gives one (empty) batch
             yield Batch(pl.DataFrame(schema=TAPE_FILES), [], 0, reader.bytes_read)
+
+
+def _tell_several_cartridges(batch: Batch, told: bool) -> bool:
+    """Say once that some copies need several cartridges; return whether it has been said."""
+    if not told and batch.frame["other_volumes"].is_not_null().any():
+        batch.notes.append(SEVERAL_CARTRIDGES)
+        return True
+    return told
 
 
 def _first_pass(source: FileBlocks) -> _Members:
@@ -115,7 +138,7 @@ def _add_members(members: _Members, text: bytes) -> None:
     fields, _, fast = fields_of(Block(text, 1, 0))
     lines = checked(fields, fast)
     ok = pl.col("code") == OK
-    good = lines.filter(ok & ~pl.col("multi")).with_columns(pl.lit(1, pl.Int32).alias("copy_no"))
+    good = lines.filter(ok & ~pl.col("multi")).with_columns(*_ONE_CARTRIDGE)
     several = lines.filter(ok & pl.col("multi"))
     if several.height:
         copies = copies_of(several)
@@ -190,7 +213,7 @@ class _Members:
 class _Spill:
     """Copies at offset 0 still waiting to learn whether their section holds an aggregate."""
 
-    COLUMNS = ("line_no", "path", "size_bytes", "written_at", "volume", "section", "copy_no", "key")
+    COLUMNS = tuple(c for c in KEEP if c != "offset") + ("key",)
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -225,9 +248,7 @@ def _parse_block(
         pl.col("multi").and_(code == OK).sum().alias("multi"),
     ).row(0)
     skipped, n_bad, n_multi = (int(x) for x in counts)
-    good = lines.filter((code == OK) & ~pl.col("multi")).with_columns(
-        pl.lit(1, pl.Int32).alias("copy_no")
-    )
+    good = lines.filter((code == OK) & ~pl.col("multi")).with_columns(*_ONE_CARTRIDGE)
     refused = lines.filter(code > REFUSED_ALREADY) if n_bad else lines.clear()
     refused = refused.with_columns(
         pl.lit(None, pl.String).alias("c_vol"), pl.lit(None, pl.String).alias("c_pos")
@@ -317,6 +338,7 @@ def _rows(frame: pl.DataFrame, source: str) -> pl.DataFrame:
         pl.when(offset.is_not_null()).then(place).alias("aggregate_id"),
         pl.col("copy_no"),
         pl.col("written_at"),
+        pl.col("other_volumes"),
         pl.col("line_no"),
     )
     return conform("catalog", rows).with_columns(rows["line_no"])

@@ -19,6 +19,8 @@ final as (
         copy_no,
         written_at,
         checksum,
+        size_bound_bytes,
+        other_volumes,
         ingest_run_id,
         last_seen_at,
         removed_at,

@@ -36,8 +36,9 @@ FLAG_COLUMNS = (
 )
 
 # The canonical copy columns a generated site writes: its sizes are exact, so it has no
-# rounding bound (size_bound_bytes).
-SITE_COPY_COLUMNS = [c for c in TAPE_FILES if c != "size_bound_bytes"]
+# rounding bound (size_bound_bytes), and none of its copies needs a second cartridge
+# (other_volumes).
+SITE_COPY_COLUMNS = [c for c in TAPE_FILES if c not in ("size_bound_bytes", "other_volumes")]
 
 
 @dataclass

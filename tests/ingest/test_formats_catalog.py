@@ -103,11 +103,19 @@ HPSS_CLEAN = [
         1,
         t("2019-03-14 07:12:43"),
     ),
-    *[
-        (f"{vol}:7:", p, p, 2048, vol, 7, None, None, n, t("2021-12-31 23:59:59"))
-        for n, vol, p in ((1, "A11111", "/atlas/mc16/EVNT/two.copies.root"),)
-        + ((2, "B22222", "/atlas/mc16/EVNT/two.copies.root"),)
-    ],
+    # One position for two volumes: one copy, starting on the first cartridge.
+    (
+        "A11111:1187:",
+        "/atlas/mc16/EVNT/spans.two.cartridges.root",
+        "/atlas/mc16/EVNT/spans.two.cartridges.root",
+        1610612736000,
+        "A11111",
+        1187,
+        None,
+        None,
+        1,
+        t("2021-12-31 23:59:59"),
+    ),
     *[
         (f"{vol}:{pos}:", p, p, 4096, vol, pos, None, None, n, t("2021-12-31 23:59:59"))
         for n, vol, pos, p in (
@@ -165,7 +173,12 @@ def test_hpss_listing_rows_copies_and_aggregates() -> None:
     frame, rejects, skipped = parse(hpss_lsp, DATA / "ls-P.txt", source="bnl")
     assert_frame_equal(by_copy(frame.select(COLUMNS)), by_copy(expect(HPSS_CLEAN)))
     assert frame["source"].unique().to_list() == ["bnl"]
-    assert frame.select("dataset", "dataset_type", "experiment").null_count().row(0) == (10, 10, 10)
+    assert frame.select("dataset", "dataset_type", "experiment").null_count().row(0) == (9, 9, 9)
+    # The copy that needs two cartridges names the second.
+    spanning = frame.filter(pl.col("other_volumes").is_not_null())
+    assert spanning.select("path", "volume", "other_volumes").rows() == [
+        ("/atlas/mc16/EVNT/spans.two.cartridges.root", "A11111", "B22222")
+    ]
     assert rejects == []
     assert skipped == 2  # the zero-length file without a volume, the DIRECTORY line
 

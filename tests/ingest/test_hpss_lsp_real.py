@@ -7,6 +7,7 @@ import gzip
 from pathlib import Path
 
 import polars as pl
+import psycopg
 from polars.testing import assert_frame_equal
 
 from tapelens.ingest.formats import hpss_lsp, lookup
@@ -34,11 +35,12 @@ def test_padded_fields_blank_cartridges_and_entry_types() -> None:
     assert got.rows() == [
         ("/home/projects/e3sm/run1/zstash/000000.tar", 68719476736, "EA1548", 3, None, 1),
         ("/home/projects/e3sm/run1/zstash/000001.tar", 1073741824, "EA1548", 7, None, 1),
-        ("/home/projects/e3sm/run1/zstash/000001.tar", 1073741824, "EB0211", 7, None, 2),
         ("/home/projects/e3sm/run1/small/a.nc", 40960, "EA1548", 12, 0, 1),
         ("/home/projects/e3sm/run1/small/b.nc", 81920, "EA1548", 12, 40960, 1),
     ]
-    assert frame["line_no"].to_list() == [3, 4, 4, 6, 7]
+    assert frame["line_no"].to_list() == [3, 4, 6, 7]
+    # One position for two volumes: one copy on both cartridges.
+    assert frame["other_volumes"].to_list() == [None, "EB0211", None, None]
     # comment, directory, zero-length file on no cartridge (" "), hard link, link
     assert skipped == 5
     assert rejects == {10: 'size "12 34" is not a number of bytes'}
@@ -58,4 +60,11 @@ def test_compressed_and_line_by_line_read_the_same(tmp_path: Path) -> None:
 
 def test_loads(dsn: str) -> None:
     result = ingest_file(dsn, lookup("catalog", "hpss-lsp"), LISTING, OPTS)
-    assert (result.rows, result.rejects, result.skipped) == (5, 1, 5)
+    assert (result.rows, result.rejects, result.skipped) == (4, 1, 5)
+    assert result.notes == (hpss_lsp.SEVERAL_CARTRIDGES,)
+    with psycopg.connect(dsn) as conn:
+        stored = conn.execute(
+            "select volume, other_volumes from tapelens.tape_files where path like %s",
+            ("%/000001.tar",),
+        ).fetchall()
+    assert stored == [("EA1548", "EB0211")]
