@@ -110,6 +110,45 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of one or more zstd frames; a stream that stops inside a frame
+    is an error (EOFError), as gzip and bzip2 say of theirs, never a silently shorter input."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self._raw = raw
+        self._zstd = zstandard.ZstdDecompressor()
+        self._frame = self._zstd.decompressobj()
+        self._pending = b""
+        self._at = 0  # how much of _pending has been handed out
+        self._started = False  # bytes of the current frame have been fed
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == len(self._pending):
+            self._pending, self._at = b"", 0
+            data = self._raw.read(self.CHUNK)
+            if not data:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame: the file is truncated")
+                return 0
+            while data:
+                if self._frame.eof:  # a further frame follows
+                    self._frame = self._zstd.decompressobj()
+                self._started = True
+                self._pending += self._frame.decompress(data)
+                data = self._frame.unused_data if self._frame.eof else b""
+        n = min(len(buffer), len(self._pending) - self._at)
+        buffer[:n] = memoryview(self._pending)[self._at : self._at + n]
+        self._at += n
+        return n
+
+
 class LineReader:
     """Iterates the lines of a file (or '-' for stdin), reading .gz/.bz2/.zst transparently.
 
@@ -141,10 +180,7 @@ class LineReader:
         if kind == "bzip2":
             return cast(IO[bytes], bz2.BZ2File(buffered))
         if kind == "zstd":
-            import zstandard
-
-            reader = zstandard.ZstdDecompressor().stream_reader(buffered)
-            return cast(IO[bytes], io.BufferedReader(cast(Any, reader)))
+            return cast(IO[bytes], io.BufferedReader(_ZstdFrames(buffered), 1 << 20))
         return buffered
 
     @property

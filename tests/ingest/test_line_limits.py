@@ -5,11 +5,14 @@ Runs over the whole format registry, so a new reader is held to the same rules.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 from pathlib import Path
 
 import pytest
+import zstandard
 
-from tapelens.errors import ParseError
+from tapelens.errors import InputError, ParseError
 from tapelens.ingest.formats import FORMATS, Format
 from tapelens.ingest.formats.base import LONG_LINE, MAX_LINE_BYTES, ParseOptions
 
@@ -96,3 +99,34 @@ def test_a_lone_surrogate_in_json_is_that_lines_refusal(tmp_path: Path, fmt: For
     rows, rejects = outcome(fmt, path, options(tmp_path))
     assert rows == 0
     assert set(rejects) <= {2, 3, 4}
+
+
+def _packed(kind: str, data: bytes) -> bytes:
+    if kind == "gzip":
+        return gzip.compress(data)
+    if kind == "bzip2":
+        return bz2.compress(data)
+    # Two frames, as `zstd` writes when input is appended: the reader goes across them.
+    half = len(data) // 2
+    zstd = zstandard.ZstdCompressor()
+    return zstd.compress(data[:half]) + zstd.compress(data[half:])
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "zstd"])
+def test_a_truncated_compressed_dump_is_one_clear_error(
+    tmp_path: Path, fmt: Format, kind: str
+) -> None:
+    # A dump cut off in transfer must not load as a shorter, valid-looking input.
+    lines = b"".join(
+        b"line %d of a dump cut off in transfer %d\n" % (i, i * 7919) for i in range(5000)
+    )
+    data = first(fmt, b"# start") + lines
+    whole = tmp_path / "dump.txt"
+    whole.write_bytes(_packed(kind, data))
+    outcome(fmt, whole, options(tmp_path))  # the whole dump reads without an error
+    cut = tmp_path / "cut.txt"
+    packed = whole.read_bytes()
+    cut.write_bytes(packed[: len(packed) - 7])
+    with pytest.raises(InputError, match=r"cut\.txt:\d+: cannot read"):
+        outcome(fmt, cut, options(tmp_path))
