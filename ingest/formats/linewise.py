@@ -71,11 +71,14 @@ def run(
     handle: Handler,
     finish: Finish,
     name: str | None = None,
+    at_end: Callable[[Lines], None] | None = None,
 ) -> Iterator[Batch]:
     """Feed every line of `path` to `handle`; `finish` each batch of at most batch_rows lines.
 
     `name` is the input as shown in messages (default: the path). A format whose columns come
-    from a header line passes no columns and sets Lines.columns in `finish`.
+    from a header line passes no columns and sets Lines.columns in `finish`. `at_end` is called
+    after the last line, before the last batch is finished: a format whose rows span several
+    lines keeps its last row there.
     """
     name = name or str(path)
     with BlockReader(path) as reader:
@@ -93,6 +96,8 @@ def run(
                 if len(lines.rows) >= options.batch_rows:
                     yield _flush(lines, finish, name, options, reader.bytes_read)
                     lines = Lines(columns)
+        if at_end is not None:
+            at_end(lines)
         yield _flush(lines, finish, name, options, reader.bytes_read)
 
 
