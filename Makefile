@@ -46,6 +46,7 @@ pytest:
 fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider \
 		tests/ingest/test_formats_catalog_fuzz.py tests/ingest/test_formats_logs_fuzz.py \
+		tests/ingest/test_readers_real_fuzz.py tests/ingest/test_inventories_real.py \
 		tests/analysis/test_copy_choice.py tests/analysis/test_planner_props.py \
 		tests/analysis/test_dedup.py
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from tapelens.errors import InputError
 from tapelens.ingest.formats import (
     cta_tape_ls,
     cta_taped,
     cta_tf,
+    enstore_list,
     hpss_lsp,
     hpss_pvl,
     tapes_csv,
@@ -39,6 +41,13 @@ CASES = {
         ",",
         [line for line in _lines("inventory-tsm-volumes.txt") if line.startswith(("A0", "VTS"))],
         prefix=TSM_HEADER,
+        stateful=True,
+    ),
+    "enstore-packages": Case(
+        enstore_list,
+        " ",
+        _lines("VPK001.list", skip=1),
+        prefix=_lines("VPK001.list")[:1],
         stateful=True,
     ),
     "tapes-words": Case(
@@ -80,3 +89,14 @@ def test_cta_syslog_mounts_fuzz(lines: list[bytes]) -> None:
 @given(lines_like(samples(*(f"pvl-rotated/pvl.log-2013010{d}" for d in (5, 6, 7)))))
 def test_pvl_rotated_fuzz(lines: list[bytes]) -> None:
     check_log(hpss_pvl.parse, "mounts", lines, year=2013)
+
+
+@SETTINGS
+@given(lines_like([line.encode() for line in _lines("inventory-tsm-query-volume.txt")]))
+def test_tsm_query_volume_fuzz(lines: list[bytes]) -> None:
+    # Records span lines: every line is still a row, a refusal or a skip; a listing with no
+    # record and no header is the one clear error that says so.
+    try:
+        check_log(tsm_volumes.parse, "tapes", lines)
+    except InputError as error:
+        assert "nor a 'Volume Name:' line" in str(error)
