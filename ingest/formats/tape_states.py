@@ -14,6 +14,10 @@ IBM Spectrum Protect (`query volume f=d`, `select * from volumes`): the access m
 first (READONLY -> readonly, UNAVAILABLE -> unavailable, DESTROYED -> destroyed, OFFSITE ->
 exported); READWRITE volumes take their status (FILLING -> filling, FULL -> full, EMPTY and
 PENDING, emptied and waiting for reuse, -> empty).
+HPSS (a tape virtual volume's Condition, as the HPSS Management Guide names it): RWC (read,
+write, create segments) and RW (read and write, no new segments) -> filling; RO -> readonly;
+EOM (written to its end) -> full; EMPTY (past EOM, every segment gone) -> empty; DOWN (cannot
+be read, written or mounted) -> unavailable.
 """
 
 from __future__ import annotations
@@ -54,6 +58,14 @@ _TSM_ACCESS = {
     "OFFSITE": "exported",
 }
 _TSM_STATUS = {"FILLING": "filling", "FULL": "full", "EMPTY": "empty", "PENDING": "empty"}
+_HPSS = {
+    "RWC": "filling",
+    "RW": "filling",
+    "RO": "readonly",
+    "EOM": "full",
+    "EMPTY": "empty",
+    "DOWN": "unavailable",
+}
 
 
 def cta_state(state: str, full: bool | None) -> str | None:
@@ -83,7 +95,7 @@ def any_state(word: str) -> str | None:
     upper = text.upper()
     if upper == "ACTIVE":
         return None  # CTA's ACTIVE needs the full flag: refused without it
-    return _CTA.get(upper) or _TSM_ACCESS.get(upper) or _TSM_STATUS.get(upper)
+    return _CTA.get(upper) or _TSM_ACCESS.get(upper) or _TSM_STATUS.get(upper) or _HPSS.get(upper)
 
 
 def is_full(flag: str) -> bool | None:

@@ -56,6 +56,15 @@ def test_every_system_word_maps_into_the_vocabulary() -> None:
         "readonly",
     )
     assert any_state("Broken") == "broken" and any_state("ACTIVE") is None
+    # HPSS virtual volume conditions
+    assert [any_state(w) for w in ("RWC", "RW", "ro", "EOM", "EMPTY", "DOWN")] == [
+        "filling",
+        "filling",
+        "readonly",
+        "full",
+        "empty",
+        "unavailable",
+    ]
 
 
 def test_cta_tape_ls_text_table() -> None:
