@@ -26,7 +26,7 @@ setup: system $(STAMP)
 system:
 	@bash scripts/install-system
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
@@ -47,8 +47,8 @@ fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider \
 		tests/ingest/test_formats_catalog_fuzz.py tests/ingest/test_formats_logs_fuzz.py \
 		tests/ingest/test_readers_real_fuzz.py tests/ingest/test_inventories_real.py \
-		tests/analysis/test_copy_choice.py tests/analysis/test_planner_props.py \
-		tests/analysis/test_dedup.py
+		tests/analysis/recall/test_copy_choice.py tests/analysis/recall/test_planner_props.py \
+		tests/analysis/dedup/test_dedup.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -31,12 +31,12 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_server, fresh_database, machine  # noqa: E402
 
-from tapelens.analysis.plan_dispatch import Sharing  # noqa: E402
-from tapelens.analysis.plan_store import load_catalog, plan_from_database  # noqa: E402
-from tapelens.analysis.planner import PlanOptions, plan_recall  # noqa: E402
-from tapelens.analysis.requests import requests_frame  # noqa: E402
-from tapelens.analysis.scheduling import parse_drives  # noqa: E402
-from tapelens.analysis.throughput import default_params  # noqa: E402
+from tapelens.analysis.recall.dispatch import Sharing  # noqa: E402
+from tapelens.analysis.recall.drives import parse_drives  # noqa: E402
+from tapelens.analysis.recall.planner import PlanOptions, plan_recall  # noqa: E402
+from tapelens.analysis.recall.requests import requests_frame  # noqa: E402
+from tapelens.analysis.recall.store import load_catalog, plan_from_database  # noqa: E402
+from tapelens.analysis.throughput.model import default_params  # noqa: E402
 
 GB = 1_000_000_000
 OBJECTS_PER_TAPE = 3_000  # objects on a full tape; wanted files are a subset

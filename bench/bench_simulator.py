@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 
-from tapelens.analysis.sim_engine import Engine
-from tapelens.analysis.sim_inputs import can_read, prepare
-from tapelens.analysis.simulator import DCACHE_WINDOW, Library, SimConfig, scattered_requests
-from tapelens.analysis.throughput import default_params
+from tapelens.analysis.sim.events import Engine
+from tapelens.analysis.sim.inputs import can_read, prepare
+from tapelens.analysis.sim.simulator import DCACHE_WINDOW, Library, SimConfig, scattered_requests
+from tapelens.analysis.throughput.model import default_params
 
 
 def calibration_s() -> float:

@@ -23,13 +23,13 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.media import BY_NAME, media_from_barcode, normalise_drive_type
 from tapelens.ingest.canonical import TAPES
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.cta_tf import size_of
 from tapelens.ingest.formats.fields import is_message, quote
 from tapelens.ingest.formats.linewise import Lines, run
 from tapelens.ingest.formats.tape_states import cta_state, is_full
+from tapelens.media import BY_NAME, media_from_barcode, normalise_drive_type
 
 KIND = "tapes"
 FORMAT = "cta-tape-ls"

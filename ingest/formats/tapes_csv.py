@@ -19,13 +19,13 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.media import BY_NAME, media_from_barcode, normalise_drive_type
 from tapelens.errors import ConfigError, ParseError
 from tapelens.ingest.canonical import TAPES
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.fields import is_message, parse_count, quote
 from tapelens.ingest.formats.linewise import Lines, run
 from tapelens.ingest.formats.tape_states import STATES, any_state
+from tapelens.media import BY_NAME, media_from_barcode, normalise_drive_type
 
 KIND = "tapes"
 FORMAT = "csv"

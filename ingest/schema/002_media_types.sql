@@ -1,4 +1,4 @@
--- Generated from analysis/media.py (python -m tapelens.analysis.media); a test keeps them equal.
+-- Generated from tapelens/media.py (python -m tapelens.media); a test keeps them equal.
 insert into tapelens.media_types (media_type, family, generation, barcode_suffix, native_rate_mb_s, capacity_bytes, robot_s, load_s, locate_avg_s, rewind_avg_s, unload_s, readable_by, writable_by, source) values
     ('LTO-5', 'LTO', 5, 'L5', 140, 1500000000000, 11, 12, 50, 55, 17, array['LTO-5', 'LTO-6']::text[], array['LTO-5', 'LTO-6']::text[], 'vendor datasheet (rounded)'),
     ('LTO-6', 'LTO', 6, 'L6', 160, 2500000000000, 11, 12, 50, 60, 17, array['LTO-6', 'LTO-7']::text[], array['LTO-6', 'LTO-7']::text[], 'vendor datasheet (rounded)'),

@@ -4,7 +4,7 @@
 create table tapelens.model_params (
     fit_id                bigint generated always as identity primary key,
     media_type            text not null references tapelens.media_types (media_type),
-    parameters            jsonb not null,            -- ModelParams fields (analysis/throughput.py)
+    parameters            jsonb not null,            -- ModelParams fields (analysis/throughput/model.py)
     n_reads               integer not null check (n_reads >= 0),
     n_mounts              integer not null check (n_mounts >= 0),
     r2                    double precision,          -- of per-read durations

@@ -10,16 +10,16 @@ import click
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
-from tapelens.dashboards_ops import deploy, export, serve
-from tapelens.errors import ConfigError
-from tapelens.superset import (
+from tapelens.dashboards.ops import deploy, export, serve
+from tapelens.dashboards.superset.install import (
     ADMIN_USER,
     ASSETS_DIR,
     DashboardsError,
     SupersetHome,
     admin_password,
 )
-from tapelens.superset_server import running, stop
+from tapelens.dashboards.superset.server import running, stop
+from tapelens.errors import ConfigError
 
 dashboards = BY_NAME["dashboards"]
 PASSWORD_ENV = "TAPELENS_SUPERSET_PASSWORD"

@@ -7,10 +7,14 @@ from datetime import UTC, datetime
 import click
 import polars as pl
 
-from tapelens.analysis import params_store as store
-from tapelens.analysis.calibrate import DEFAULT_MIN_MOUNTS, DEFAULT_MIN_READS, prepare_reads
-from tapelens.analysis.throughput import ModelParams, predict_reads
-from tapelens.analysis.validate import DEFAULT_HOLDOUT, fit_figure, validate
+from tapelens.analysis.throughput import store
+from tapelens.analysis.throughput.calibrate import (
+    DEFAULT_MIN_MOUNTS,
+    DEFAULT_MIN_READS,
+    prepare_reads,
+)
+from tapelens.analysis.throughput.model import ModelParams, predict_reads
+from tapelens.analysis.throughput.validate import DEFAULT_HOLDOUT, fit_figure, validate
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option

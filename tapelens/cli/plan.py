@@ -7,16 +7,17 @@ from pathlib import Path
 
 import click
 
-from tapelens.analysis import plan_export, plan_store
-from tapelens.analysis.plan_dispatch import (
+from tapelens.analysis.recall import export as plan_export
+from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.dispatch import (
     DEFAULT_POLICY,
     POLICIES,
     Sharing,
     parse_group_weights,
 )
-from tapelens.analysis.planner import PlanOptions
-from tapelens.analysis.requests import read_requests
-from tapelens.analysis.scheduling import parse_drives
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.planner import PlanOptions
+from tapelens.analysis.recall.requests import read_requests
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.db import connection

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
-from tapelens.analysis import params_store as store
-from tapelens.analysis.dedup import dedup_plan
-from tapelens.analysis.dedup_store import read_dedup_copies
-from tapelens.analysis.scheduling import parse_drives
+from tapelens.analysis.dedup.plan import dedup_plan
+from tapelens.analysis.dedup.store import read_dedup_copies
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.throughput import store
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option

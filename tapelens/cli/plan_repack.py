@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 import polars as pl
 
-from tapelens.analysis.model_inputs import read_drives
-from tapelens.analysis.repack import KINDS, RepackOptions
-from tapelens.analysis.repack_plot import plot_gain_cost
-from tapelens.analysis.repack_store import advise
-from tapelens.analysis.scheduling import parse_drives
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.repack.advisor import KINDS, RepackOptions
+from tapelens.analysis.repack.plot import plot_gain_cost
+from tapelens.analysis.repack.store import advise
+from tapelens.analysis.throughput.inputs import read_drives
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option

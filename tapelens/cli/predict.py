@@ -7,9 +7,9 @@ from collections.abc import Mapping
 import click
 import polars as pl
 
-from tapelens.analysis import params_store as store
-from tapelens.analysis.dataset_recall import predict_datasets, resolve_media
-from tapelens.analysis.scheduling import parse_drives
+from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.throughput import store
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from tapelens.analysis.report_plots import plot_report
-from tapelens.analysis.reports import DEFAULT_BY, GROUPINGS, ReportFilter, report_query
+from tapelens.analysis.reports.plots import plot_report
+from tapelens.analysis.reports.queries import DEFAULT_BY, GROUPINGS, ReportFilter, report_query
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option

@@ -8,10 +8,9 @@ from typing import Any
 import click
 import numpy as np
 
-from tapelens.analysis import params_store as store
-from tapelens.analysis import sim_io
-from tapelens.analysis.scheduling import parse_drives
-from tapelens.analysis.simulator import (
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.sim import io as sim_io
+from tapelens.analysis.sim.simulator import (
     DEFAULT_CLIENT_DELAY_S,
     DEFAULT_ROBOTS,
     POLICIES,
@@ -22,6 +21,7 @@ from tapelens.analysis.simulator import (
     parse_retry,
     simulate,
 )
+from tapelens.analysis.throughput import store
 from tapelens.cli.common import App, pass_app
 from tapelens.db import connection
 from tapelens.errors import InputError

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tapelens.cli.groups import BY_NAME
-from tapelens.synth import PROFILES, GeneratedSite, generate, site_params
+from tapelens.world import PROFILES, GeneratedSite, generate, site_params
 
 demo = BY_NAME["demo"]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from tapelens.analysis.scheduling import parse_drives
-from tapelens.analysis.simulator import parse_duration
-from tapelens.analysis.whatif import DEFAULT_WRITE_DRIVES, POLICIES, WhatIfParams
-from tapelens.analysis.whatif_store import CatalogOptions, whatif_from_catalog
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.sim.simulator import parse_duration
+from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES, POLICIES, WhatIfParams
+from tapelens.analysis.whatif.store import CatalogOptions, whatif_from_catalog
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -139,7 +139,7 @@ def placement(
         table = whatif_from_catalog(conn, policies or POLICIES, params, options, say)
     emit(table, fmt, output)
     if plot is not None:
-        from tapelens.analysis.whatif_plot import plot_mean_gap
+        from tapelens.analysis.whatif.plot import plot_mean_gap
 
         plot_mean_gap(table, plot)
         click.echo(f"wrote {plot}", err=True)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from tapelens.cli import cli, main
-from tapelens.dashboard_db import prepare_reader
+from tapelens.dashboards.reader_role import prepare_reader
 from tapelens.errors import DatabaseError
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tapelens.dashboard_db import ReaderConnection
-from tapelens.dashboards_io import (
+from tapelens.dashboards.assets import (
     BUNDLE_ROOT,
     PLACEHOLDER_URI,
     build_bundle,
@@ -20,6 +19,7 @@ from tapelens.dashboards_io import (
     normalise_export,
     write_assets,
 )
+from tapelens.dashboards.reader_role import ReaderConnection
 from tapelens.errors import InputError
 
 READER = ReaderConnection("db.example.org", 5433, "tapelens", "tapelens_reader", "s3cr3t-pw")

@@ -24,16 +24,21 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from tapelens.cli import cli
-from tapelens.dashboard_db import READER_ROLE, ReaderConnection, prepare_reader
-from tapelens.dashboards_io import load_assets
-from tapelens.dashboards_ops import Served, reader_password, serve
+from tapelens.dashboards.assets import load_assets
+from tapelens.dashboards.ops import Served, reader_password, serve
+from tapelens.dashboards.reader_role import READER_ROLE, ReaderConnection, prepare_reader
+from tapelens.dashboards.superset.api import SupersetClient
+from tapelens.dashboards.superset.install import (
+    ADMIN_USER,
+    ASSETS_DIR,
+    DashboardsError,
+    SupersetHome,
+)
+from tapelens.dashboards.superset.server import stop
 from tapelens.models import build
 from tapelens.settings import default_home
-from tapelens.superset import ADMIN_USER, ASSETS_DIR, DashboardsError, SupersetHome
-from tapelens.superset_api import SupersetClient
-from tapelens.superset_server import stop
 from tests.conftest import _clone_template, with_dbname
-from tests.dashboards.site import PLAN_NAME, insert_site
+from tests.fixtures.dashboard_site import PLAN_NAME, insert_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

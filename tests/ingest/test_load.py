@@ -15,7 +15,7 @@ import pytest
 from tapelens.errors import ParseError
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
-from tests.ingest.fake_formats import FAKE_CATALOG
+from tests.fixtures.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
 
@@ -181,7 +181,7 @@ def test_killing_a_load_midway_leaves_zero_rows(dsn: str, tmp_path: Path) -> Non
     code = (
         "import sys; from tapelens.ingest.load import ShrinkGuard, ingest_file;"
         "from tapelens.ingest.formats.base import ParseOptions;"
-        "from tests.ingest.fake_formats import FAKE_CATALOG;"
+        "from tests.fixtures.fake_formats import FAKE_CATALOG;"
         "o = ParseOptions(source='fake', batch_rows=500, extra={'delay_per_batch': 0.05});"
         "ingest_file(sys.argv[1], FAKE_CATALOG, sys.argv[2], o,"
         " progress=lambda b, t, r: print(r, flush=True))"

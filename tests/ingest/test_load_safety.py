@@ -13,8 +13,8 @@ from tapelens.errors import ConfigError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import IngestResult, ShrinkGuard, ShrinkRefused, ingest_file, ingest_files
-from tests.ingest.fake_formats import FAKE_CATALOG
-from tests.tapelens.test_cli_db import run
+from tests.fixtures.cli import run
+from tests.fixtures.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
 

@@ -4,9 +4,9 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 
-from tapelens.analysis.media import MEDIA_TYPES, seed_sql
 from tapelens.errors import DatabaseError
 from tapelens.ingest.migrations import available, migrate, schema_version
+from tapelens.media import MEDIA_TYPES, seed_sql
 from tapelens.status import CANONICAL_TABLES, status
 
 
@@ -55,9 +55,7 @@ def test_media_types_seed_matches_the_python_catalog(dsn: str) -> None:
     )
     assert rows == expected
     shipped = available()[1].sql
-    assert seed_sql() in shipped, (
-        "regenerate 002_media_types.sql: python -m tapelens.analysis.media"
-    )
+    assert seed_sql() in shipped, "regenerate 002_media_types.sql: python -m tapelens.media"
 
 
 def test_lto7_figures_are_the_published_ones(dsn: str) -> None:

@@ -18,9 +18,9 @@ from tapelens.ingest.formats import (
     tapes_csv,
     tsm_volumes,
 )
-from tests.ingest.test_formats_catalog_fuzz import DATA, Case, _lines, check, lines_for
-from tests.ingest.test_formats_logs_fuzz import SETTINGS, lines_like, samples
-from tests.ingest.test_formats_logs_fuzz import check as check_log
+from tests.fixtures.fuzz_catalog import DATA, Case, _lines, check, lines_for
+from tests.fixtures.fuzz_logs import SETTINGS, lines_like, samples
+from tests.fixtures.fuzz_logs import check as check_log
 from tests.props import examples
 
 CTA_HEADER = _lines("cta-tf-ls.txt")[:1]

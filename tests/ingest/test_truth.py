@@ -8,37 +8,8 @@ import polars as pl
 import psycopg
 import pytest
 
-from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import ingest_file
-from tapelens.ingest.manifest import read_manifest
-from tapelens.synth import generate, site_params
-
-KEY = ["file_id", "volume", "position", "offset_bytes", "copy_no", "written_at"]
-
-
-def load_site(dsn: str, site: Path, kinds: set[str]) -> None:
-    for item in read_manifest(site / "manifest.json"):
-        if item.format.kind not in kinds:
-            continue
-        options = ParseOptions(
-            source=item.source or item.format.source, extra=item.extra, **item.options
-        )
-        result = ingest_file(dsn, item.format, item.path, options)
-        assert result.rejects == 0, result.rejects_summary
-
-
-def loaded_copies(dsn: str) -> pl.DataFrame:
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "select file_id, volume, position, offset_bytes, copy_no, written_at"
-            " from tapelens.tape_files where removed_at is null"
-        ).fetchall()
-    return pl.DataFrame(rows, schema=KEY, orient="row").with_columns(
-        pl.col("position").cast(pl.Int64),
-        pl.col("offset_bytes").cast(pl.Int64),
-        pl.col("copy_no").cast(pl.Int32),
-        pl.col("written_at").dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
-    )
+from tapelens.world import generate, site_params
+from tests.fixtures.generated_site import KEY, load_site, loaded_copies
 
 
 @pytest.mark.parametrize("profile", ["bnl", "gridka", "cern", "fnal"])

@@ -16,9 +16,8 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 from psycopg.rows import dict_row
+from tests.fixtures.marts import MART_SCHEMAS, SOURCE_TABLES, reset, rows
 
-MART_SCHEMAS = ("tapelens_marts", "tapelens_intermediate", "tapelens_staging")
-SOURCE_TABLES = ("tape_files", "transfers", "mounts", "tapes")
 TEMPLATE_ATTEMPTS = 20
 
 
@@ -54,18 +53,5 @@ def dbt_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("models-home")
 
 
-def reset(dsn: str) -> None:
-    """Empty the canonical tables and drop everything dbt built."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for schema in MART_SCHEMAS:
-            conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(schema)))
-        conn.execute(
-            sql.SQL("truncate {}").format(
-                sql.SQL(", ").join(sql.Identifier("tapelens", t) for t in SOURCE_TABLES)
-            )
-        )
 
 
-def rows(dsn: str, query: str) -> list[dict[str, object]]:
-    with psycopg.connect(dsn) as conn:
-        return list(conn.cursor(row_factory=dict_row).execute(query))

@@ -15,7 +15,7 @@ from tapelens.cli import cli, main
 from tapelens.cli.models import _parse_vars
 from tapelens.errors import DatabaseError
 from tapelens.models import build, dbt_args
-from tests.models.conftest import reset
+from tests.fixtures.marts import reset
 
 
 def test_vars_are_typed() -> None:

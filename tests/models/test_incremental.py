@@ -8,22 +8,10 @@ from pathlib import Path
 import psycopg
 
 from tapelens.models import build
-from tests.models import sample
-from tests.models.conftest import reset, rows
+from tests.fixtures import tiny_site as sample
+from tests.fixtures.marts import reset, rows
+from tests.fixtures.marts import KEYS, GAP_MARTS, MODELS_ONLY, watermarks, snapshot
 
-KEYS = {
-    "tapelens_marts.fct_file_gaps": "source, copy_id, written_at",
-    "tapelens_marts.fct_dataset_tape_gaps": "dataset, volume",
-    "tapelens_marts.agg_gap_by_type_period": "dataset_type, period_kind, period",
-    "tapelens_marts.dim_datasets": "dataset",
-    "tapelens_marts.fct_duplicate_copies": "source, file_id",
-    "tapelens_marts.fct_tape_occupancy": "volume",
-    "tapelens_intermediate.int_copies__duplicated": "source, copy_id, written_at",
-}
-# The marts built from the catalog and the inventory, and what they read (the transfer and
-# mount marts do not depend on it); models only, test_marts runs the data and unit tests.
-GAP_MARTS = ["+" + table.split(".")[1] for table in KEYS]
-MODELS_ONLY = ["resource_type:test", "resource_type:unit_test"]
 
 # A second catalog: a new volume V4 with dataset D and a second copy of B3.
 D = "/atlas/data21/HITS/ds.D"
@@ -34,20 +22,8 @@ NEW_COPIES = [
 ]
 
 
-def watermarks(dsn: str, table: str) -> dict[str, object]:
-    found = rows(
-        dsn, f"select volume, max(watermark_run_id) as w from tapelens_marts.{table} group by volume"
-    )
-    return {r["volume"]: r["w"] for r in found}
 
 
-def snapshot(dsn: str) -> dict[str, list[dict[str, object]]]:
-    """Every row of the marts a catalog change reaches, bookkeeping columns left out."""
-    taken = {}
-    for table, key in KEYS.items():
-        found = rows(dsn, f"select * from {table} order by {key}")
-        taken[table] = [{k: v for k, v in r.items() if k != "watermark_run_id"} for r in found]
-    return taken
 
 
 def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
 from tapelens.models import build
-from tests.ingest.fake_formats import FAKE_CATALOG
-from tests.models.conftest import reset
-from tests.models.test_incremental import GAP_MARTS, MODELS_ONLY, snapshot
+from tests.fixtures.fake_formats import FAKE_CATALOG
+from tests.fixtures.marts import reset
+from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, snapshot
 
 OPTS = ParseOptions(source="wm")
 

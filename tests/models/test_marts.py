@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from tapelens.models import BuildSummary, build
-from tests.models import sample
-from tests.models.conftest import reset, rows
+from tests.fixtures import tiny_site as sample
+from tests.fixtures.marts import reset, rows
 
 MARTS = {
     "fct_file_gaps",

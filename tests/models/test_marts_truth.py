@@ -2,7 +2,7 @@
 
 Each profile's site is generated, its inventory and catalogs ingested through the native
 parsers, and the marts built once with the site's cutover; then every row of the truth tables
-(tapelens/synth/truth_files.py states their conventions) is compared with the mart's: counts
+(world/truth_files.py states their conventions) is compared with the mart's: counts
 exactly, mean and sigma to a relative 1e-9.
 """
 
@@ -19,9 +19,10 @@ import pytest
 
 from tapelens.frames import read_frame
 from tapelens.models import build
-from tapelens.synth import generate, site_params
-from tests.ingest.test_truth import load_site
-from tests.models.conftest import reset
+from tapelens.world import generate
+from tapelens.world import site_params
+from tests.fixtures.generated_site import load_site
+from tests.fixtures.marts import reset
 
 PROFILES = ("bnl", "gridka", "cern", "fnal")
 FILES = 10_000

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,7 @@ from click.testing import CliRunner
 
 from tapelens.cli import cli
 from tapelens.db import redact
-
-TAPELENS = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "tapelens")
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real console script, so exit codes and stderr are what a user sees."""
-    full_env = {k: v for k, v in os.environ.items() if k != "TAPELENS_DSN"}
-    full_env.update(env or {})
-    exe = TAPELENS if Path(TAPELENS).exists() else "tapelens"
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=full_env, timeout=120)
+from tests.fixtures.cli import run
 
 
 @pytest.mark.skipif(bool(os.environ.get("TAPELENS_TEST_DSN")), reason="uses the embedded server")

@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg import conninfo
 
-from tapelens.dashboard_db import READER_ROLE, prepare_reader
+from tapelens.dashboards.reader_role import READER_ROLE, prepare_reader
+from tapelens.dashboards.superset.install import SupersetHome, private_file, write_config
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseUnavailable, ServerError
 from tapelens.server import server_for, start, stop
-from tapelens.superset import SupersetHome, private_file, write_config
 from tests.conftest import PG_BIN, PG_USER, with_dbname
+from tests.fixtures.cli import run
 from tests.props import examples
-from tests.tapelens.test_cli_db import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL = re.compile(

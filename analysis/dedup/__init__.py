@@ -1,0 +1,1 @@
+"""Duplicate copies: which to keep, which to retire, and what a recall gains."""

@@ -1,0 +1,2 @@
+"""Recall planning: resolving requests, choosing copies, ordering tapes onto drives, baselines,
+exports."""

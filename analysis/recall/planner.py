@@ -1,0 +1,271 @@
+"""The recall planner: which copies, which tapes on which drives, in which order, how long.
+
+Requests are resolved against the live copies (analysis.recall.requests); one copy per file is
+chosen to minimise the predicted total time (analysis.recall.copy_choice); each tape is read in one
+forward pass in position order, aggregate members by offset and each aggregate read once, timed by
+the throughput model (analysis.throughput.model); tapes go to drives that can read them under a
+sharing policy (analysis.recall.dispatch). In the same run the plan is compared with what the usual
+ways would cost: direct FIFO submission of the newest copies, and newest-copy selection with this
+planner's ordering. Everything here is pure: frames and frozen options in, frames and a summary out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tapelens.analysis.recall.baselines import (
+    BaselineResult,
+    fifo_direct,
+    newest_copies,
+    newest_copy,
+)
+from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
+from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
+from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.requests import Resolution, resolve
+from tapelens.analysis.recall.schedule import Schedule, build_schedule
+from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Drives (type -> count, as scheduling.parse_drives gives) and how they are shared."""
+
+    drives: tuple[tuple[str, int], ...]
+    sharing: Sharing = field(default_factory=Sharing)
+    exact_limit: int = EXACT_LIMIT
+    baselines: bool = True
+
+    @property
+    def drive_counts(self) -> dict[str, int]:
+        return {d: n for d, n in self.drives if n > 0}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"drives": self.drive_counts, **self.sharing.as_dict()}
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    schedule: Schedule
+    resolution: Resolution
+    copy_choice: CopyChoice
+    requesters: pl.DataFrame  # requester, files, bytes, completion_s
+    lower_bound: dict[str, float]
+    baselines: dict[str, BaselineResult]
+    summary: dict[str, Any]
+    options: PlanOptions
+
+    @property
+    def files(self) -> pl.DataFrame:
+        return self.schedule.files
+
+    @property
+    def not_found(self) -> pl.DataFrame:
+        return self.resolution.not_found
+
+    @property
+    def unavailable(self) -> pl.DataFrame:
+        return self.resolution.unavailable
+
+
+def plan_recall(
+    requests: pl.DataFrame,
+    catalog: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    options: PlanOptions,
+    readable_by: Mapping[str, tuple[str, ...]] | None = None,
+) -> RecallPlan:
+    """Plan the recall of `requests` (analysis.recall.requests frame) from `catalog` (live copies
+    with their tape's media_type and tape_state; an avg_object_bytes column per copy's volume is
+    used when present, else estimated from the catalog)."""
+    readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
+    drives = options.drive_counts
+    readable = {m for m in params_by_media if set(readers.get(m, ())) & set(drives)}
+    resolution = resolve(requests, catalog, readable)
+    copies = _with_object_size(resolution.copies, catalog).with_columns(
+        pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
+    )
+    choice = choose_copies(
+        _copy_costs(copies, params_by_media),
+        _tape_costs(copies, params_by_media),
+        file_col="fid",
+        tape_col="vid",
+        exact_limit=options.exact_limit,
+    )
+    chosen = choice.chosen.drop("cost_s")
+    wanted, sharing = resolution.wanted, options.sharing
+    schedule = build_schedule(chosen, wanted, params_by_media, drives, sharing, readers)
+    baselines: dict[str, BaselineResult] = {}
+    if options.baselines:
+        newest = newest_copies(copies)
+        with_owner = newest.join(wanted.select("fid", "fifo_rank"), on="fid")
+        baselines["fifo"] = fifo_direct(with_owner, drives, params_by_media, readers, tape="vid")
+        baselines["newest_copy"] = newest_copy(
+            newest, chosen, schedule, wanted, params_by_media, drives, sharing, readers
+        )
+    requesters = requester_completion(resolution.demand, schedule.files)
+    bound = lower_bound(schedule.tapes, drives, readers, options.sharing.max_drives_per_group)
+    summary = summarise(
+        schedule, resolution, choice, requesters, bound, baselines, options, requests.height
+    )
+    return RecallPlan(schedule, resolution, choice, requesters, bound, baselines, summary, options)
+
+
+def _with_object_size(copies: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:
+    """Average tape-object size per volume: skipped bytes between files are estimated from it."""
+    if "avg_object_bytes" in copies.columns:
+        return copies
+    sizes = catalog.group_by("volume").agg(
+        (
+            pl.col("size_bytes").sum().cast(pl.Float64)
+            / pl.col("position").n_unique().cast(pl.Float64)
+        ).alias("avg_object_bytes")
+    )
+    return copies.join(sizes, on="volume", how="left")
+
+
+def _copy_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
+    """Each copy's read cost once its tape is mounted: the model's time for a file read
+    straight after its neighbour (overhead and streaming); oldest copy first among equals."""
+    reads = copies.select("media_type", "size_bytes", pl.lit(1, pl.Int64).alias("gap"))
+    cost = predict_reads(reads, params)["predicted_duration_s"]
+    return copies.with_columns(cost.alias("cost_s")).sort(
+        ["written_at", "copy_no"], nulls_last=True, maintain_order=True
+    )
+
+
+def _tape_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
+    """What opening a tape costs: mount, an average first locate (to mid-tape), dismount."""
+    tapes = copies.select("vid", "media_type").unique("vid")
+    media = tapes["media_type"].unique().to_list()
+    if not media:
+        return tapes.select("vid", pl.lit(0.0).alias("open_s"))
+    mid = pl.DataFrame(
+        {
+            "media_type": media,
+            "gap": [None] * len(media),
+            "size_bytes": [0] * len(media),
+            "start_bytes": [params[m].capacity_bytes // 2 for m in media],
+        },
+        schema={
+            "media_type": pl.String(),
+            "gap": pl.Int64(),
+            "size_bytes": pl.Int64(),
+            "start_bytes": pl.Int64(),
+        },
+    )
+    first = predict_reads(mid, params).select(
+        "media_type",
+        (
+            pl.col("predicted_positioning_s")
+            + pl.col("media_type").replace_strict(
+                {m: params[m].mount_s + params[m].dismount_s for m in media},
+                return_dtype=pl.Float64,
+            )
+        ).alias("open_s"),
+    )
+    return tapes.join(first, on="media_type").select("vid", "open_s")
+
+
+def requester_completion(demand: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
+    """Per requester: files and bytes asked for and read, and when the last of them is read."""
+    asked = demand.select("requester", "fid")
+    if asked["fid"].n_unique() < asked.height:  # a file asked for more than once
+        asked = asked.unique()
+    return (
+        asked.join(files.select("fid", "size_bytes", "end_s"), on="fid")
+        .group_by("requester")
+        .agg(
+            pl.len().alias("files"),
+            pl.col("size_bytes").sum().alias("bytes"),
+            pl.col("end_s").max().alias("completion_s"),
+        )
+        .sort("requester")
+    )
+
+
+def lower_bound(
+    tapes: pl.DataFrame,
+    drives: Mapping[str, int],
+    readable_by: Mapping[str, tuple[str, ...]],
+    max_drives_per_group: int | None = None,
+) -> dict[str, float]:
+    """No schedule of these mounts can finish sooner than any of these (seconds)."""
+    if tapes.height == 0:
+        return {"lower_bound_s": 0.0}
+    n_drives = sum(drives.values())
+    work = dict(tapes.group_by("media_type").agg(pl.col("total_s").sum()).iter_rows())
+    readers = readers_of(sorted(work), drives, readable_by)
+    split_s, _ = fractional_split(work, drives, readers)
+    total_s, longest_s = tapes.select(
+        pl.col("total_s").sum().alias("sum"), pl.col("total_s").max().alias("max")
+    ).row(0)
+    parts = {
+        "work_over_drives_s": float(total_s) / n_drives,
+        "longest_tape_s": float(longest_s),
+        "drive_compatibility_s": split_s,
+    }
+    if max_drives_per_group is not None:
+        per_group = tapes.group_by("group").agg(pl.col("total_s").sum()).select(pl.max("total_s"))
+        parts["group_limit_s"] = float(per_group.item()) / min(max_drives_per_group, n_drives)
+    parts["lower_bound_s"] = max(parts.values())
+    return parts
+
+
+def summarise(
+    schedule: Schedule,
+    resolution: Resolution,
+    choice: CopyChoice,
+    requesters: pl.DataFrame,
+    bound: dict[str, float],
+    baselines: dict[str, BaselineResult],
+    options: PlanOptions,
+    n_requests: int,
+) -> dict[str, Any]:
+    """The plan in figures: the summary JSON."""
+    files = schedule.files
+    makespan = schedule.makespan_s
+    total_bytes = int(files["size_bytes"].sum()) if files.height else 0
+    lb = bound["lower_bound_s"]
+    unavailable = resolution.unavailable
+    by_reason = dict(unavailable.group_by("reason").agg(pl.len()).sort("reason").iter_rows())
+    use = schedule.tapes.group_by("drive").agg(pl.len(), pl.col("total_s").sum()).sort("drive")
+    return {
+        "requests": n_requests,
+        "files": files.height,
+        "bytes": total_bytes,
+        "tapes": schedule.tapes["volume"].n_unique() if schedule.tapes.height else 0,
+        "mounts": schedule.mounts,
+        "makespan_s": round(makespan, 3),
+        "rate_mb_s": round(total_bytes / MB / makespan, 3) if makespan > 0 else 0.0,
+        "lower_bound_s": round(lb, 3),
+        "makespan_over_lower_bound": round(makespan / lb, 6) if lb > 0 else 1.0,
+        "lower_bound": {k: round(v, 3) for k, v in bound.items() if k != "lower_bound_s"},
+        **options.as_dict(),
+        "copy_choice": choice.as_dict(),
+        "not_found": [
+            {"line": line, "kind": kind, "key": key}
+            for line, kind, key in resolution.not_found.select("line_no", "kind", "key").iter_rows()
+        ],
+        "unavailable": {
+            "files": unavailable.height,
+            "bytes": int(unavailable["size_bytes"].sum()) if unavailable.height else 0,
+            "by_reason": by_reason,
+        },
+        "requesters": {
+            name: {"files": n, "bytes": b, "completion_s": round(t, 3)}
+            for name, n, b, t in requesters.iter_rows()
+        },
+        "drive_use": {
+            drive: {"mounts": n, "busy_s": round(busy, 3)} for drive, n, busy in use.iter_rows()
+        },
+        "baselines": {name: result.as_dict() for name, result in baselines.items()},
+        "speedups": {
+            name: round(result.makespan_s / makespan, 3) if makespan > 0 else None
+            for name, result in baselines.items()
+        },
+    }

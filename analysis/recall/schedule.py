@@ -1,0 +1,174 @@
+"""Chosen copies as a schedule: each tape's forward pass timed by the throughput model, then the
+tapes dispatched onto drives.
+
+A tape is read in one pass in position order (aggregate members by offset, each aggregate one
+tape object read once): `throughput.file_times` times every read from where it sits; a mount's
+total is its last read's end plus rewind and unload. Pure: frames in, frames out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+from tapelens.analysis.recall.dispatch import Sharing, dispatch
+from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
+
+# Per-file columns of a plan, in export order.
+PLAN_COLUMNS = (
+    "order",
+    "drive",
+    "volume",
+    "position",
+    "offset_bytes",
+    "path",
+    "file_id",
+    "size_bytes",
+    "start_s",
+    "end_s",
+    "requester",
+    "kind",
+)
+# What the model needs of each chosen copy; the rest is joined back afterwards.
+MODEL_COLUMNS = ("fid", "vid", "media_type", "position", "offset_bytes", "size_bytes")
+OPTIONAL_MODEL_COLUMNS = ("aggregate_id", "avg_object_bytes", "start_bytes")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Chosen copies placed on drives: per file, per mount and per drive event."""
+
+    files: pl.DataFrame  # PLAN_COLUMNS, the model's breakdown and the owner's rank columns
+    tapes: pl.DataFrame  # per mount: breakdown, owner, drive, start_s, end_s, mount_order
+    timeline: pl.DataFrame  # drive, volume, event (mount | read | unmount), start_s, end_s
+
+    @property
+    def makespan_s(self) -> float:
+        return float(self.tapes.select(pl.col("end_s").max()).item() or 0.0)
+
+    @property
+    def mounts(self) -> int:
+        return self.tapes.height
+
+
+def timed_tapes(
+    chosen: pl.DataFrame,
+    wanted: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    *,
+    detail: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per read and per mount times of `chosen` (one copy per file: fid, vid = integer tape
+    code, volume, media_type, position, offset_bytes, size_bytes...), with each tape's owner
+    from `wanted` (analysis.recall.requests). Without `detail`, mounts carry totals only."""
+    optional = [c for c in OPTIONAL_MODEL_COLUMNS if c in chosen.columns]
+    owners = wanted.select("fid", "requester", "group", "rank", "fifo_rank")
+    lean = _in_tape_order(
+        chosen.select(*MODEL_COLUMNS, *optional)
+        .with_row_index("chosen_row")  # where each read's other columns are in `chosen`
+        .join(owners, on="fid")
+    )
+    timed = file_times(lean, params_by_media, key=("vid",))
+    if detail:
+        tapes = tape_times(lean, params_by_media, key=("vid",), per_file=timed)
+    else:
+        tapes = _tape_totals(timed, params_by_media)
+    names = chosen.select("vid", "volume").unique("vid")
+    return timed, tapes.join(names, on="vid").join(_owners(timed), on="vid")
+
+
+def build_schedule(
+    chosen: pl.DataFrame,
+    wanted: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    drives: Mapping[str, int],
+    sharing: Sharing,
+    readers: Mapping[str, tuple[str, ...]],
+) -> Schedule:
+    """Time every tape's forward pass and dispatch the tapes: the plan, file by file."""
+    timed, tapes = timed_tapes(chosen, wanted, params_by_media)
+    placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
+    files = (
+        timed.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_seq"))
+        .join(
+            placed.select("vid", "drive", "mount_order", pl.col("start_s").alias("_t0")),
+            on="vid",
+        )
+        .with_columns(pl.col("start_s") + pl.col("_t0"), pl.col("end_s") + pl.col("_t0"))
+        .sort(["mount_order", "_seq"])
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("order"))
+        .drop("_t0", "_seq")
+    )
+    # The chosen copies' other columns, gathered by row rather than joined (a million rows).
+    extra = chosen.select([c for c in chosen.columns if c not in files.columns])
+    files = pl.concat([files.drop("chosen_row"), extra[files["chosen_row"]]], how="horizontal")
+    files = files.select(*PLAN_COLUMNS, *[c for c in files.columns if c not in PLAN_COLUMNS])
+    return Schedule(files, placed, _timeline(placed))
+
+
+def _in_tape_order(files: pl.DataFrame) -> pl.DataFrame:
+    """Sorted by tape, position and offset: the read order the model expects (sorting a single
+    combined integer key first keeps this fast for a million files)."""
+    if files.height == 0:
+        return files
+    low, high, tapes = files.select(
+        pl.col("position").min().alias("low"),
+        pl.col("position").max().alias("high"),
+        pl.col("vid").max().alias("tapes"),
+    ).row(0)
+    span = int(high) + 1
+    if low >= 0 and (int(tapes) + 1) * span < 2**62:
+        files = files.sort(pl.col("vid") * span + pl.col("position"))
+        if files["offset_bytes"].null_count() == files.height:
+            return files
+    return files.sort(["vid", "position", "offset_bytes"], nulls_last=False, maintain_order=True)
+
+
+def _tape_totals(timed: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
+    """Per mount, its total time: the model's end of the last read plus rewind and unload."""
+    dismount = {m: p.dismount_s for m, p in params.items()}
+    return timed.group_by("vid").agg(
+        pl.col("media_type").first(),
+        pl.len().alias("files"),
+        pl.col("size_bytes").sum().alias("bytes"),
+        (
+            pl.col("end_s").max()
+            + pl.col("media_type").first().replace_strict(dismount, return_dtype=pl.Float64)
+        ).alias("total_s"),
+    )
+
+
+def _owners(timed: pl.DataFrame) -> pl.DataFrame:
+    """Per tape: its oldest request's requester and group, its ranks, and its demand."""
+    oldest = pl.col("rank").arg_min()
+    return timed.group_by("vid").agg(
+        pl.col("requester").get(oldest),
+        pl.col("group").get(oldest),
+        pl.col("rank").min(),
+        pl.col("fifo_rank").min(),
+        pl.col("size_bytes").sum().alias("demand_bytes"),
+        (pl.col("requester") == pl.col("requester").get(oldest)).sum().alias("owner_files"),
+    )
+
+
+def _timeline(tapes: pl.DataFrame) -> pl.DataFrame:
+    """Per drive, each mount as three events: mount, reads, unmount."""
+    unmount_at = pl.col("end_s") - pl.col("rewind_s") - pl.col("unload_s")
+    events = [
+        ("mount", pl.col("start_s"), pl.col("start_s") + pl.col("mount_s")),
+        ("read", pl.col("start_s") + pl.col("mount_s"), unmount_at),
+        ("unmount", unmount_at, pl.col("end_s")),
+    ]
+    parts = [
+        tapes.select(
+            "drive",
+            "volume",
+            pl.lit(name).alias("event"),
+            start.alias("start_s"),
+            end.alias("end_s"),
+        )
+        for name, start, end in events
+    ]
+    return pl.concat(parts).sort(["drive", "start_s", "end_s"])

@@ -1,0 +1,330 @@
+"""Database side of the recall planner: the catalog a request list needs, saved plans, and the
+comparison of a saved plan with the transfers that followed.
+
+The requested paths, file ids and datasets go into a temporary table (one COPY), the live copies
+of every file they name are selected with one join in SQL, with each copy's byte address on its
+tape and the tape's average object size, and come back through COPY into Polars: never row by row.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from tapelens.analysis.recall.planner import PlanOptions, RecallPlan, plan_recall
+from tapelens.analysis.throughput import store as params_store
+from tapelens.analysis.throughput.model import ModelParams
+from tapelens.errors import DatabaseError, InputError
+from tapelens.media import media_from_barcode
+
+UTC = pl.Datetime("us", "UTC")
+
+CATALOG_SCHEMA: dict[str, Any] = {
+    "file_id": pl.String,
+    "path": pl.String,
+    "dataset": pl.String,
+    "size_bytes": pl.Int64,
+    "volume": pl.String,
+    "position": pl.Int64,
+    "offset_bytes": pl.Int64,
+    "aggregate_id": pl.String,
+    "copy_no": pl.Int32,
+    "written_at": pl.Float64,  # epoch seconds on the wire
+    "start_bytes": pl.Int64,
+    "avg_object_bytes": pl.Float64,
+    "media_type": pl.String,
+    "tape_state": pl.String,
+}
+
+# Each step is a temporary table with fresh statistics, so that the planner of the next step
+# knows its size (a million rows) and hashes rather than sorting text keys.
+_CATALOG_STEPS = (
+    """create temporary table plan_files on commit drop as
+    select n.file_id from tapelens.tape_files n
+    join plan_requests r on r.kind = 'path' and n.path = r.key
+    where n.removed_at is null
+    union
+    select r.key from plan_requests r where r.kind = 'file_id'
+    union
+    select d.file_id from tapelens.tape_files d
+    join plan_requests r on r.kind = 'dataset' and d.dataset = r.key
+    where d.removed_at is null""",
+    "analyze plan_files",
+    """create temporary table plan_copies on commit drop as
+    select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
+           f.aggregate_id, f.copy_no, f.written_at
+    from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
+    where f.removed_at is null""",
+    "analyze plan_copies",
+    # Every tape object of the tapes involved, with its byte address; removed copies keep their
+    # bytes on the tape until it is repacked.
+    """create temporary table plan_objects on commit drop as
+    select volume, position, object_bytes,
+           coalesce(sum(object_bytes) over (
+               partition by volume collate "C" order by position
+               rows between unbounded preceding and 1 preceding), 0) as object_start
+    from (
+        select o.volume, o.position, sum(o.size_bytes::float8) as object_bytes
+        from tapelens.tape_files o
+        where o.volume in (select distinct volume from plan_copies)
+        group by 1, 2
+    ) as objects""",
+    "analyze plan_objects",
+)
+
+_CATALOG_QUERY = """
+with per_tape as (
+    select volume, sum(object_bytes) / count(*) as avg_object_bytes
+    from plan_objects group by volume
+)
+select c.file_id, c.path, c.dataset, c.size_bytes, c.volume, c.position, c.offset_bytes,
+       c.aggregate_id, c.copy_no, extract(epoch from c.written_at) as written_at,
+       (a.object_start + coalesce(c.offset_bytes, 0))::bigint as start_bytes, p.avg_object_bytes,
+       coalesce(t.media_type, 'unknown') as media_type,
+       coalesce(t.state, 'unknown') as tape_state
+from plan_copies c
+left join plan_objects a on a.volume = c.volume and a.position = c.position
+left join per_tape p on p.volume = c.volume
+left join tapelens.tapes t on t.volume = c.volume
+"""
+
+
+def load_catalog(conn: psycopg.Connection, requests: pl.DataFrame) -> pl.DataFrame:
+    """Live copies (analysis.recall.requests CATALOG_COLUMNS, plus start_bytes and avg_object_bytes)
+    of every file the requests name, on any tape, with the tape's media type and state."""
+    keys = requests.select("kind", "key").unique()
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            # Sorts and hashes of a million rows: in memory, not spilled (this transaction only).
+            cur.execute("set local work_mem = '256MB'")
+            cur.execute("create temporary table plan_requests (kind text, key text) on commit drop")
+            with cur.copy("copy plan_requests (kind, key) from stdin (format csv)") as copy:
+                copy.write(keys.write_csv(include_header=False, quote_style="always"))
+            cur.execute("analyze plan_requests")
+            for step in _CATALOG_STEPS:
+                cur.execute(step)
+            frame = _copy_out(cur, sql.SQL(_CATALOG_QUERY), CATALOG_SCHEMA)
+    except psycopg.Error as exc:
+        raise DatabaseError(_one_line(exc)) from None
+    seconds = pl.col("written_at").cast(pl.Float64)
+    frame = frame.with_columns((seconds * 1e6).round().cast(pl.Int64).cast(UTC).alias("written_at"))
+    return _media_from_barcodes(frame)
+
+
+def _media_from_barcodes(frame: pl.DataFrame) -> pl.DataFrame:
+    """Tapes the inventory does not type: the media type their label's suffix names, if any."""
+    unknown = frame.filter(pl.col("media_type") == "unknown")["volume"].unique().to_list()
+    guesses = {v: m.media_type for v in unknown if (m := media_from_barcode(v)) is not None}
+    if not guesses:
+        return frame
+    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
+    return frame.with_columns(pl.coalesce(guess, pl.col("media_type")).alias("media_type"))
+
+
+def plan_from_database(
+    conn: psycopg.Connection, requests: pl.DataFrame, options: PlanOptions
+) -> tuple[RecallPlan, dict[str, ModelParams]]:
+    """Plan `requests` against the catalog, with the model parameters in use (calibrated where
+    a fit is stored, defaults elsewhere) and the site's media catalog."""
+    catalog = load_catalog(conn, requests)
+    params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
+    readers = params_store.readable_by(conn)
+    return plan_recall(requests, catalog, params, options, readers), params
+
+
+def _copy_out(cur: psycopg.Cursor, query: sql.Composable, schema: dict[str, Any]) -> pl.DataFrame:
+    buffer = io.BytesIO()
+    statement = sql.SQL("copy ({}) to stdout with (format csv, header true)").format(query)
+    with cur.copy(statement) as copy:
+        for chunk in copy:
+            buffer.write(chunk)
+    buffer.seek(0)
+    return pl.read_csv(buffer, schema=schema)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def save_plan(
+    conn: psycopg.Connection,
+    name: str,
+    plan: RecallPlan,
+    params_by_media: dict[str, ModelParams],
+) -> bool:
+    """Store the plan under `name`, replacing a plan of that name; True when one was replaced.
+    Commits: a saved plan stays saved whatever the caller does next."""
+    rows = plan.files.select(
+        pl.col("order").alias("read_order"),
+        "mount_order",
+        "drive",
+        "volume",
+        "position",
+        "offset_bytes",
+        "path",
+        "file_id",
+        "size_bytes",
+        "requester",
+        pl.col("start_s").alias("predicted_start_s"),
+        pl.col("end_s").alias("predicted_end_s"),
+    )
+    used = set(plan.files["media_type"].unique().to_list()) if plan.files.height else set()
+    params = {
+        **plan.options.as_dict(),
+        "model": {m: p.to_dict() for m, p in params_by_media.items() if m in used},
+    }
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in rows.columns)
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("delete from tapelens.recall_plans where name = %s", [name])
+            replaced = cur.rowcount > 0
+            cur.execute(
+                "insert into tapelens.recall_plans (name, summary, params) values (%s, %s, %s)",
+                [name, Jsonb(plan.summary), Jsonb(params)],
+            )
+            statement = sql.SQL(
+                "copy tapelens.recall_plan_files (plan_name, {}) from stdin (format csv)"
+            ).format(columns)
+            with cur.copy(statement) as copy:
+                copy.write(
+                    rows.with_columns(pl.lit(name).alias("_plan"))
+                    .select("_plan", *rows.columns)
+                    .write_csv(include_header=False)
+                )
+        conn.commit()
+    except psycopg.Error as exc:
+        raise DatabaseError(_one_line(exc)) from None
+    return replaced
+
+
+PLAN_FILES_SCHEMA: dict[str, Any] = {
+    "read_order": pl.Int64,
+    "drive": pl.String,
+    "volume": pl.String,
+    "path": pl.String,
+    "file_id": pl.String,
+    "size_bytes": pl.Int64,
+    "predicted_start_s": pl.Float64,
+    "predicted_end_s": pl.Float64,
+    "actual_volume": pl.String,
+    "actual_drive": pl.String,
+    "actual_started_at": pl.Float64,
+    "actual_duration_s": pl.Float64,
+}
+
+_COMPARE_QUERY = """
+with planned as (
+    select read_order, drive, volume, path, file_id, size_bytes, predicted_start_s,
+           predicted_end_s
+    from tapelens.recall_plan_files where plan_name = {name}
+),
+reads as (
+    select p.read_order, t.volume, t.drive, t.started_at, t.duration_s
+    from planned p join tapelens.transfers t on t.path = p.path
+    where t.direction = 'read' and t.status = 'ok' and t.started_at >= {since}
+    union all
+    select p.read_order, t.volume, t.drive, t.started_at, t.duration_s
+    from planned p join tapelens.transfers t on t.file_id = p.file_id and t.path is null
+    where t.direction = 'read' and t.status = 'ok' and t.started_at >= {since}
+),
+first_read as (
+    select distinct on (read_order) read_order, volume, drive, started_at, duration_s
+    from reads order by read_order, started_at
+)
+select p.read_order, p.drive, p.volume, p.path, p.file_id, p.size_bytes, p.predicted_start_s,
+       p.predicted_end_s, r.volume as actual_volume, r.drive as actual_drive,
+       extract(epoch from r.started_at) as actual_started_at, r.duration_s as actual_duration_s
+from planned p left join first_read r on r.read_order = p.read_order
+order by p.read_order
+"""
+
+
+@dataclass(frozen=True)
+class PlanComparison:
+    name: str
+    summary: dict[str, Any]
+    files: pl.DataFrame  # per planned file: predicted and actual start/end (seconds from start)
+
+
+def compare_plan(conn: psycopg.Connection, name: str) -> PlanComparison:
+    """Match a saved plan with the reads the transfers show since it was made."""
+    try:
+        row = conn.execute(
+            "select created_at, summary from tapelens.recall_plans where name = %s", [name]
+        ).fetchone()
+        if row is None:
+            known = [
+                r[0] for r in conn.execute("select name from tapelens.recall_plans order by 1")
+            ]
+            hint = f" (saved plans: {', '.join(known[:10])})" if known else " (none saved yet)"
+            raise InputError(f"no saved recall plan named {name!r}{hint}")
+        created_at, summary = row
+        with conn.cursor() as cur:
+            query = sql.SQL(_COMPARE_QUERY).format(
+                name=sql.Literal(name), since=sql.Literal(created_at)
+            )
+            files = _copy_out(cur, query, PLAN_FILES_SCHEMA)
+    except psycopg.Error as exc:
+        raise DatabaseError(_one_line(exc)) from None
+    return PlanComparison(name, *compare_frames(files, summary))
+
+
+def compare_frames(
+    files: pl.DataFrame, plan_summary: dict[str, Any]
+) -> tuple[dict[str, Any], pl.DataFrame]:
+    """The comparison in figures, and per file predicted against actual times (pure).
+
+    Actual times count from the first read seen; a read whose log names no volume counts as
+    read from the planned one. Durations compare the model's per-file time (positioning
+    included) with the logged transfer time.
+    """
+    first = files.select(pl.col("actual_started_at").min()).item()
+    t0 = float(first) if first is not None else 0.0
+    per_file = files.with_columns(
+        (pl.col("actual_started_at") - t0).alias("actual_start_s"),
+    ).with_columns(
+        (pl.col("actual_start_s") + pl.col("actual_duration_s")).alias("actual_end_s"),
+        (pl.col("predicted_end_s") - pl.col("predicted_start_s")).alias("predicted_duration_s"),
+    )
+    read = per_file.filter(pl.col("actual_started_at").is_not_null())
+    figures = read.select(
+        pl.col("actual_end_s").max().alias("makespan"),
+        (
+            (pl.col("actual_duration_s") - pl.col("predicted_duration_s")).abs()
+            / pl.col("actual_duration_s")
+        )
+        .filter(pl.col("actual_duration_s") > 0)
+        .median()
+        .alias("error"),
+        (pl.col("actual_volume").is_null() | (pl.col("actual_volume") == pl.col("volume")))
+        .sum()
+        .alias("on_plan"),
+        pl.corr(pl.col("read_order").rank(), pl.col("actual_start_s").rank()).alias("corr"),
+    ).row(0, named=True)
+    makespan, error, corr = figures["makespan"], figures["error"], figures["corr"]
+    summary = {
+        "planned_files": files.height,
+        "files_read": read.height,
+        "files_not_read": files.height - read.height,
+        "read_from_planned_volume": int(figures["on_plan"] or 0),
+        "predicted_makespan_s": plan_summary.get("makespan_s"),
+        "actual_makespan_s": round(makespan, 3) if makespan is not None else None,
+        "median_abs_pct_error_duration": round(error * 100, 2) if error is not None else None,
+        "order_rank_correlation": (
+            round(corr, 4) if read.height > 2 and corr is not None and corr == corr else None
+        ),
+    }
+    if makespan and plan_summary.get("makespan_s"):
+        summary["actual_over_predicted"] = round(makespan / plan_summary["makespan_s"], 4)
+    return summary, per_file
+
+
+def summary_json(comparison: PlanComparison) -> str:
+    return json.dumps({"plan": comparison.name, **comparison.summary}, indent=2)

@@ -1,0 +1,1 @@
+"""The repack advisor: which datasets and tapes to repack, what it gains and costs."""

@@ -1,0 +1,420 @@
+"""The repack advisor against the database: screen candidates on the marts, read their copies,
+build each repack's placement, weigh them (analysis/repack/advisor.py).
+
+Screening reads the small per-dataset and per-tape marts (dim_datasets, fct_tape_occupancy,
+fct_dataset_tape_gaps), so a 10 M-copy catalog costs only the copies of the screened
+candidates. The screening scores are rough, in seconds of drive time, and only choose which
+candidates the throughput model weighs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from tapelens.analysis.dedup import plan as dedup
+from tapelens.analysis.repack import scenarios
+from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
+from tapelens.analysis.throughput.inputs import fetch, read_live_copies
+from tapelens.analysis.throughput.model import ModelParams
+from tapelens.analysis.throughput.store import params_in_use, readable_by
+from tapelens.errors import InputError
+
+MARTS = "tapelens_marts"
+# Rough costs for screening only (LTO-8 defaults, tapelens/media.py): a mount with rewind and
+# unload, an average locate, the native rate.
+SCREEN_MOUNT_S = 150.0
+SCREEN_LOCATE_S = 45.0
+SCREEN_RATE_BYTES_S = 300e6
+SCATTERED_MIN_MEAN_GAP = 1.2
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RepackAdvice:
+    candidates: pl.DataFrame  # analysis.repack.advisor.COLUMNS, ranked
+    summary: dict[str, Any]
+
+    def top(self, n: int) -> pl.DataFrame:
+        return self.candidates.head(n)
+
+    def volumes(self, n: int) -> list[str]:
+        """The volumes the top n repacks read, in rank order, each once."""
+        seen: dict[str, None] = {}
+        for volumes in self.top(n)["volumes"].to_list():
+            for volume in volumes or []:
+                seen.setdefault(volume, None)
+        return list(seen)
+
+
+def advise(
+    conn: psycopg.Connection, options: RepackOptions, progress: Progress | None = None
+) -> RepackAdvice:
+    """Screen, evaluate and rank the repack candidates of the catalog in `conn`."""
+    say = progress or (lambda _msg: None)
+    params = {m: p for m, (p, _) in params_in_use(conn).items()}
+    readers = readable_by(conn)
+    _require_marts(conn)
+    built: list[tuple[pl.DataFrame, scenarios.Scenario]] = []
+    for kind in options.kinds:
+        say(f"screening {kind}")
+        found = SCREENS[kind](conn, options, params)
+        if found[0].height:
+            say(f"weighing {found[0].height} {kind} candidate(s)")
+            built.append(found)
+    if not built:
+        return RepackAdvice(empty_ranking(), _summary(empty_ranking(), options))
+    candidates = pl.concat([c for c, _ in built], how="diagonal_relaxed")
+    scenario = scenarios.Scenario.concat([s for _, s in built])
+    ranked = weigh(
+        candidates,
+        scenario.now,
+        scenario.after,
+        scenario.read,
+        scenario.write,
+        params,
+        options,
+        readers,
+    )
+    return RepackAdvice(ranked, _summary(ranked, options))
+
+
+def _options_dict(options: RepackOptions) -> dict[str, Any]:
+    return {
+        "drives": options.drive_counts,
+        "recalls_per_year": options.recalls_per_year,
+        "horizon_years": options.horizon_years,
+        "kinds": list(options.kinds),
+    }
+
+
+def _summary(ranked: pl.DataFrame, options: RepackOptions) -> dict[str, Any]:
+    top = ranked.head(options.top)
+    worth = top.filter(pl.col("net_gain_h") > 0)
+    return {
+        "candidates": ranked.height,
+        "by_kind": {str(k): int(n) for k, n in ranked.group_by("kind").len().iter_rows()},
+        "top": top.height,
+        "worth_it": worth.height,
+        "top_net_gain_h": float(worth["net_gain_h"].sum() or 0.0),
+        "top_repack_cost_h": float(top["repack_cost_h"].sum() or 0.0),
+        "top_tapes_freed": float(top["tapes_freed"].sum() or 0.0),
+        "options": _options_dict(options),
+    }
+
+
+def _require_marts(conn: psycopg.Connection) -> None:
+    rows = fetch(
+        conn,
+        "select count(*) from information_schema.tables where table_schema = %s"
+        " and table_name in ('dim_datasets', 'fct_tape_occupancy')",
+        (MARTS,),
+    )
+    if int(rows[0][0]) < 2:
+        raise InputError("the marts are missing: run `tapelens models build` first")
+
+
+def _frame(conn: psycopg.Connection, query: sql.Composable, names: list[str]) -> pl.DataFrame:
+    rows = fetch(conn, query)
+    return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
+
+
+def _screen_scattered(
+    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    query = sql.SQL(
+        """select dataset, files, size_bytes, tapes_used, coalesce(tapes_needed, 1),
+                  mean_gap, n_locates
+           from {}.dim_datasets
+           where tapes_used > coalesce(tapes_needed, 1) or mean_gap > {} or n_locates > 0
+           order by (tapes_used - coalesce(tapes_needed, 1)) * {}
+                    + n_locates * {}
+                    + greatest(coalesce(mean_gap, 1) - 1, 0) * size_bytes / {} desc, dataset
+           limit {}"""
+    ).format(
+        sql.Identifier(MARTS),
+        sql.Literal(SCATTERED_MIN_MEAN_GAP),
+        sql.Literal(SCREEN_MOUNT_S),
+        sql.Literal(SCREEN_LOCATE_S),
+        sql.Literal(SCREEN_RATE_BYTES_S),
+        sql.Literal(options.screened),
+    )
+    names = ["target", "files", "bytes", "tapes_used", "tapes_needed", "mean_gap", "n_locates"]
+    found = _frame(conn, query, names)
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    copies = read_live_copies(conn, datasets=found["target"].to_list())
+    freed = _tapes_only_of(conn, copies)
+    built = []
+    for dataset in found["target"].to_list():
+        built.append(
+            scenarios.collocated(
+                _cand("scattered-dataset", dataset),
+                copies.filter(pl.col("dataset") == dataset),
+                params,
+            )
+        )
+    evidence = pl.format(
+        "{} tapes for {} needed; mean gap {}; {} locates",
+        pl.col("tapes_used"),
+        pl.col("tapes_needed"),
+        pl.col("mean_gap").round(2),
+        pl.col("n_locates"),
+    )
+    candidates = _dataset_candidates(found, "scattered-dataset", evidence, copies, freed)
+    return candidates, scenarios.Scenario.concat(built)
+
+
+def _screen_small_files(
+    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    query = sql.SQL(
+        """with aggregated as (
+               select dataset, sum(n_aggregate_members) as members
+               from {marts}.fct_dataset_tape_gaps group by dataset
+           )
+           select d.dataset, d.files, d.size_bytes, d.small_files,
+                  d.small_files - least(coalesce(a.members, 0), d.small_files) as loose
+           from {marts}.dim_datasets as d left join aggregated as a using (dataset)
+           where d.small_file_share >= {share}
+             and d.small_files > coalesce(a.members, 0)
+           order by d.small_files - least(coalesce(a.members, 0), d.small_files) desc, d.dataset
+           limit {limit}"""
+    ).format(
+        marts=sql.Identifier(MARTS),
+        share=sql.Literal(options.min_small_file_share),
+        limit=sql.Literal(options.screened),
+    )
+    found = _frame(conn, query, ["target", "files", "bytes", "small_files", "loose"])
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    copies = read_live_copies(conn, datasets=found["target"].to_list())
+    freed = _tapes_only_of(conn, copies)
+    built = [
+        scenarios.containerised(
+            _cand("small-files", dataset),
+            copies.filter(pl.col("dataset") == dataset),
+            params,
+            options.small_file_bytes,
+            options.container_bytes,
+        )
+        for dataset in found["target"].to_list()
+    ]
+    evidence = pl.format(
+        "{} of {} files under {} GB, about {} outside aggregates",
+        pl.col("small_files"),
+        pl.col("files"),
+        pl.lit(options.small_file_bytes / 1e9),
+        pl.col("loose"),
+    )
+    candidates = _dataset_candidates(found, "small-files", evidence, copies, freed)
+    return candidates, scenarios.Scenario.concat(built)
+
+
+def _screen_stray(
+    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    query = sql.SQL(
+        """select volume, files, live_bytes, duplicate_copies, capacity_bytes
+           from {}.fct_tape_occupancy
+           where stray_copies > 0 and state <> 'repacked'
+           order by stray_copies desc, duplicate_copies desc, volume
+           limit {}"""
+    ).format(sql.Identifier(MARTS), sql.Literal(options.screened))
+    found = _frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    volumes = found["target"].to_list()
+    copies = read_live_copies(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    plan = dedup.classify_copies(copies)
+    retired = plan.filter((pl.col("action") == "retire") & pl.col("volume").is_in(volumes))
+    per_volume = retired.group_by("volume").agg(
+        pl.len().alias("retire"),
+        pl.col("stray").sum().alias("stray"),
+        pl.col("dataset").filter(pl.col("stray")).n_unique().alias("stray_datasets"),
+    )
+    found = found.join(per_volume, left_on="target", right_on="volume", how="inner").filter(
+        pl.col("stray") > 0
+    )
+    built = [
+        scenarios.strays_retired(
+            _cand("stray-copies", volume),
+            volume,
+            copies.join(
+                copies.filter(pl.col("volume") == volume).select("dataset").unique(),
+                on="dataset",
+                how="semi",
+            ),
+            plan,
+        )
+        for volume in found["target"].to_list()
+    ]
+    # A tape holding nothing but stray copies is emptied by retiring them: freed, no move.
+    emptied = pl.col("stray") >= pl.col("files")
+    candidates = found.select(
+        pl.format("stray-copies:{}", pl.col("target")).alias("cand"),
+        pl.lit("stray-copies").alias("kind"),
+        "target",
+        pl.format(
+            "{} stray copies off their datasets' tapes, from {} datasets, to retire; "
+            "{} of {} copies on the tape are duplicates",
+            pl.col("stray"),
+            pl.col("stray_datasets"),
+            pl.col("retire"),
+            pl.col("files"),
+        ).alias("evidence"),
+        "files",
+        "bytes",
+        emptied.cast(pl.Float64).alias("tapes_freed"),
+        # Otherwise the retired copies leave dead space, reclaimed when the tape is repacked.
+        pl.when(emptied)
+        .then(pl.col("capacity_bytes"))
+        .otherwise(pl.lit(0))
+        .alias("capacity_reclaimed_bytes"),
+        pl.concat_list(pl.col("target")).alias("volumes"),
+    )
+    return candidates, scenarios.Scenario.concat(built)
+
+
+def _screen_low_occupancy(
+    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    query = sql.SQL(
+        """select volume, files, live_bytes, capacity_bytes, occupancy, state
+           from {}.fct_tape_occupancy
+           where state in ('full', 'readonly') and files > 0 and occupancy < {}
+           order by occupancy, volume
+           limit {}"""
+    ).format(
+        sql.Identifier(MARTS), sql.Literal(options.max_occupancy), sql.Literal(options.screened)
+    )
+    names = ["target", "files", "bytes", "capacity_bytes", "occupancy", "state"]
+    found = _frame(conn, query, names)
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    volumes = found["target"].to_list()
+    copies = read_live_copies(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    built = []
+    for volume in volumes:
+        mine = copies.filter(pl.col("volume") == volume).select("dataset").unique()
+        built.append(
+            scenarios.tape_emptied(
+                _cand("low-occupancy", volume),
+                volume,
+                copies.join(mine, on="dataset", how="semi"),
+            )
+        )
+    candidates = found.select(
+        pl.format("low-occupancy:{}", pl.col("target")).alias("cand"),
+        pl.lit("low-occupancy").alias("kind"),
+        "target",
+        pl.format(
+            "occupancy {}% ({} GB live of {} GB), state {}",
+            (pl.col("occupancy") * 100).round(1),
+            (pl.col("bytes") / 1e9).round(1),
+            (pl.col("capacity_bytes") / 1e9).round(0),
+            pl.col("state"),
+        ).alias("evidence"),
+        "files",
+        "bytes",
+        pl.lit(1.0).alias("tapes_freed"),
+        (pl.col("capacity_bytes") - pl.col("bytes")).alias("capacity_reclaimed_bytes"),
+        pl.concat_list(pl.col("target")).alias("volumes"),
+    )
+    return candidates, scenarios.Scenario.concat(built)
+
+
+def _cand(kind: str, target: str) -> str:
+    return f"{kind}:{target}"
+
+
+def _datasets_on(conn: psycopg.Connection, volumes: list[str]) -> list[str]:
+    rows = fetch(
+        conn,
+        "select distinct dataset from tapelens.tape_files"
+        " where removed_at is null and volume = any(%s)",
+        (volumes,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+def _tapes_only_of(conn: psycopg.Connection, copies: pl.DataFrame) -> pl.DataFrame:
+    """Per (dataset, volume) of `copies`: whether the dataset's copies are all the volume's
+    live copies (repacking the dataset away empties the cartridge)."""
+    volumes = copies["volume"].unique().to_list()
+    rows = fetch(
+        conn,
+        sql.SQL(
+            "select volume, files, capacity_bytes from {}.fct_tape_occupancy where volume = any(%s)"
+        ).format(sql.Identifier(MARTS)),
+        (volumes,),
+    )
+    totals = pl.DataFrame(
+        rows, schema=["volume", "_files", "_capacity"], orient="row", infer_schema_length=None
+    )
+    return (
+        copies.group_by("dataset", "volume")
+        .agg(pl.len().alias("_mine"))
+        .join(totals, on="volume", how="left")
+        .with_columns((pl.col("_mine") >= pl.col("_files")).alias("_only"))
+    )
+
+
+def _dataset_candidates(
+    found: pl.DataFrame,
+    kind: str,
+    evidence: pl.Expr,
+    copies: pl.DataFrame,
+    freed: pl.DataFrame,
+) -> pl.DataFrame:
+    per_dataset = (
+        freed.group_by("dataset")
+        .agg(
+            pl.col("_only").sum().cast(pl.Float64).alias("tapes_freed"),
+            pl.col("_capacity").filter(pl.col("_only")).sum().alias("capacity_reclaimed_bytes"),
+        )
+        .join(
+            copies.group_by("dataset").agg(pl.col("volume").unique().sort().alias("volumes")),
+            on="dataset",
+            how="left",
+        )
+    )
+    return (
+        found.with_columns(
+            pl.format("{}:{}", pl.lit(kind), pl.col("target")).alias("cand"),
+            pl.lit(kind).alias("kind"),
+            evidence.alias("evidence"),
+        )
+        .join(per_dataset, left_on="target", right_on="dataset", how="left")
+        .select(
+            "cand",
+            "kind",
+            "target",
+            "evidence",
+            "files",
+            "bytes",
+            "tapes_freed",
+            "capacity_reclaimed_bytes",
+            "volumes",
+        )
+    )
+
+
+SCREENS: dict[
+    str,
+    Callable[
+        [psycopg.Connection, RepackOptions, Mapping[str, ModelParams]],
+        tuple[pl.DataFrame, scenarios.Scenario],
+    ],
+] = {
+    "scattered-dataset": _screen_scattered,
+    "stray-copies": _screen_stray,
+    "low-occupancy": _screen_low_occupancy,
+    "small-files": _screen_small_files,
+}

@@ -1,0 +1,1 @@
+"""The discrete-event library simulator around the recall policies."""

@@ -1,0 +1,281 @@
+"""A request frame turned into what the simulator's engine reads: flat per-request lists, ids in
+(volume, position, offset) order, per-tape media, and the read-time function of the throughput
+model in scalar form (analysis/sim/simulator.py describes the simulator)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tapelens.analysis.sim.simulator import Library
+from tapelens.analysis.throughput.model import MB, ModelParams
+from tapelens.errors import InputError
+from tapelens.media import BY_NAME
+
+
+@dataclass
+class Prepared:
+    """A request frame turned into the engine's flat arrays, ids in (volume, position, offset)
+    order, so that sorting request ids sorts them along their tape."""
+
+    frame: pl.DataFrame  # the requests in id order, with submit_s and requester filled
+    volumes: list[str]
+    requesters: list[str]
+    tape: list[int]
+    position: list[int]
+    offset: list[int]  # -1: not in an aggregate
+    size: list[int]
+    start_bytes: list[float]  # nan: unknown
+    first_s: list[float]  # read time when it is the first file read after a load
+    body_s: list[float]  # per-object overhead + streaming
+    stream_s: list[float]  # streaming alone (aggregate members share the object's overhead)
+    submit_s: list[float]
+    requester: list[int]
+    tape_media: list[int]
+    media: list[ModelParams]
+    avg_object: list[float]  # per tape: bytes per object, to estimate skipped bytes
+    plan_drive: list[int] = field(default_factory=list)  # planned: drive index per request
+    plan_order: list[float] = field(default_factory=list)
+
+
+def prepare(
+    requests: pl.DataFrame, params_by_media: Mapping[str, ModelParams], drives: list[str]
+) -> Prepared:
+    """Check and flatten a request frame (volume, media_type, position, size_bytes; optional
+    path, offset_bytes, start_bytes, avg_object_bytes, submit_s, requester; drive and order for
+    planned runs)."""
+    needed = ["volume", "media_type", "position", "size_bytes"]
+    missing = [c for c in needed if c not in requests.columns]
+    if missing:
+        raise InputError(f"requests lack column(s) {', '.join(missing)}")
+    unknown = sorted(
+        set(requests["media_type"].drop_nulls().unique().to_list()) - set(params_by_media)
+    )
+    if unknown or requests["media_type"].null_count():
+        raise InputError(f"no throughput parameters for media type(s) {unknown or ['(none)']}")
+    defaults = {
+        "path": pl.lit(None, pl.String()),
+        "offset_bytes": pl.lit(None, pl.Int64()),
+        "start_bytes": pl.lit(None, pl.Int64()),
+        "avg_object_bytes": pl.lit(None, pl.Float64()),
+        "submit_s": pl.lit(0.0),
+        "requester": pl.lit("default"),
+    }
+    frame = (
+        requests.drop("_row", strict=False)
+        .with_row_index("_row")
+        .with_columns([v.alias(k) for k, v in defaults.items() if k not in requests.columns])
+    ).with_columns(
+        pl.col("submit_s").cast(pl.Float64).fill_null(0.0),
+        pl.col("requester").cast(pl.String).fill_null("default"),
+        pl.col("path").cast(pl.String),
+        pl.col("position").cast(pl.Int64),
+        pl.col("size_bytes").cast(pl.Int64),
+        pl.col("offset_bytes").cast(pl.Int64),
+    )
+    if frame.height and frame["size_bytes"].min() < 0:  # type: ignore[operator]
+        raise InputError("requests: size_bytes must not be negative")
+    frame = frame.sort(
+        ["volume", "position", "offset_bytes"], nulls_last=False, maintain_order=True
+    )
+    volumes = frame["volume"].unique(maintain_order=True).to_list()
+    tape_of = {v: i for i, v in enumerate(volumes)}
+    media_names = sorted(frame["media_type"].unique().to_list())
+    media_of = {m: i for i, m in enumerate(media_names)}
+    media = [params_by_media[m] for m in media_names]
+    per_tape = frame.group_by("volume", maintain_order=True).agg(
+        pl.col("media_type").first(),
+        pl.coalesce(pl.col("avg_object_bytes").drop_nulls().first(), pl.col("size_bytes").mean())
+        .cast(pl.Float64)
+        .alias("avg"),
+    )
+    tape_media = [media_of[m] for m in per_tape["media_type"].to_list()]
+    avg_object = [float(a or 0.0) for a in per_tape["avg"].to_list()]
+    requesters = sorted(frame["requester"].unique().to_list())
+    req_of = {r: i for i, r in enumerate(requesters)}
+    tape = [tape_of[v] for v in frame["volume"].to_list()]
+    position = frame["position"].to_list()
+    size = frame["size_bytes"].to_list()
+    offset = [-1 if o is None else int(o) for o in frame["offset_bytes"].to_list()]
+    start_bytes = [math.nan if s is None else float(s) for s in frame["start_bytes"].to_list()]
+    first_s, body_s, stream_s = [], [], []
+    for t, pos, sz, sb in zip(tape, position, size, start_bytes, strict=True):
+        p = media[tape_media[t]]
+        rate_b_s = p.rate_mb_s * MB
+        where = sb if not math.isnan(sb) else pos * avg_object[t]
+        fraction = min(max(where / p.capacity_bytes, 0.0), 1.0)
+        first = min(p.first_locate_base_s + p.first_locate_slope_s * fraction, p.locate_max_s)
+        stream_s.append(sz / rate_b_s)
+        body_s.append(p.overhead_s + sz / rate_b_s)
+        first_s.append(first + p.overhead_s + sz / rate_b_s)
+    prepared = Prepared(
+        frame=frame,
+        volumes=volumes,
+        requesters=requesters,
+        tape=tape,
+        position=shared(position),
+        offset=offset,
+        size=shared(size),
+        start_bytes=start_bytes,
+        first_s=shared(first_s),
+        body_s=shared(body_s),
+        stream_s=stream_s,
+        submit_s=frame["submit_s"].to_list(),
+        requester=[req_of[r] for r in frame["requester"].to_list()],
+        tape_media=tape_media,
+        media=media,
+        avg_object=avg_object,
+    )
+    if "drive" in frame.columns:
+        index = {n: i for i, n in enumerate(drives)}
+        lost = sorted(set(frame["drive"].drop_nulls().unique().to_list()) - set(index))
+        if lost:
+            raise InputError(f"the plan names drive(s) the library lacks: {', '.join(lost[:5])}")
+        prepared.plan_drive = [-1 if d is None else index[d] for d in frame["drive"].to_list()]
+        order = frame["order"] if "order" in frame.columns else pl.Series(range(frame.height))
+        prepared.plan_order = order.cast(pl.Float64).to_list()
+    return prepared
+
+
+def shared(values: list[Any]) -> list[Any]:
+    """The values, one object per distinct value. Positions, sizes and the read times they
+    give repeat from tape to tape, and a large run looks them up all over its lists (every
+    mount's first read, every locate): fewer objects stay in cache. Each value is replaced by
+    an equal one (none of these is -0.0)."""
+    seen: dict[Any, Any] = {}
+    return list(map(seen.setdefault, values, values))
+
+
+def read_timer(p: Prepared) -> Callable[[int, int], float]:
+    """read_s(h, r): the throughput model's time for reading request r when the head is just
+    after request h (h = -1: at the load point). The scalar form of throughput.file_times
+    (first locate, read-through of the gap, bounded locate, aggregate members), for reads in
+    any order: a read back to an earlier place on the tape is a locate over that distance.
+    Skipped bytes come from byte addresses when both are known, else from the tape's average
+    object size. The lists it reads are bound once, as closure variables, for speed."""
+    media = [p.media[m] for m in p.tape_media]
+    t_rate = [m.rate_mb_s * MB for m in media]
+    t_gap = [m.read_through_max_gap for m in media]
+    t_lbase = [m.locate_base_s for m in media]
+    t_lslope = [m.locate_slope_s for m in media]
+    t_lmax = [m.locate_max_s for m in media]
+    t_cap = [float(m.capacity_bytes) for m in media]
+    first_s, body_s, stream_s, avg_object = p.first_s, p.body_s, p.stream_s, p.avg_object
+    tape, position, offset, size, start_bytes = p.tape, p.position, p.offset, p.size, p.start_bytes
+
+    def read_s(h: int, r: int) -> float:
+        if h < 0:
+            return first_s[r]
+        t = tape[r]
+        gap = position[r] - position[h]
+        sb_r, sb_h = start_bytes[r], start_bytes[h]
+        if gap == 0:  # members of one aggregate (one tape object)
+            o_r, o_h = offset[r], offset[h]
+            if o_r >= 0 and o_h >= 0 and o_r < o_h:  # back to an earlier member: locate
+                dist = float(o_h + size[h] - o_r)
+            else:
+                if sb_r == sb_r and sb_h == sb_h:  # byte addresses known (not NaN)
+                    skip = sb_r - sb_h - size[h]
+                else:
+                    skip = o_r - o_h - size[h] if o_r >= 0 and o_h >= 0 else 0.0
+                return (skip if skip > 0.0 else 0.0) / t_rate[t] + stream_s[r]
+        elif 1 <= gap <= t_gap[t]:  # read through the objects in between
+            if sb_r == sb_r and sb_h == sb_h:
+                skip = sb_r - sb_h - size[h]
+            else:
+                skip = (gap - 1) * avg_object[t]
+            return (skip if skip > 0.0 else 0.0) / t_rate[t] + body_s[r]
+        elif sb_r == sb_r and sb_h == sb_h:
+            dist = abs(sb_r - sb_h - size[h])
+        else:
+            dist = (gap - 1 if gap > 0 else -gap - 1) * avg_object[t]
+        share = dist / t_cap[t]
+        locate = t_lbase[t] + t_lslope[t] * (share if share < 1.0 else 1.0)
+        return (locate if locate < t_lmax[t] else t_lmax[t]) + body_s[r]
+
+    return read_s
+
+
+def pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
+    """times(w, i): read_s(w[k - 1], w[k]) for every k >= i of a drive's list w (entries before i
+    are 0.0), for i >= 1, in one vectorised pass. A long list read in one pass costs one call
+    instead of one per read. Every branch of read_s is computed with the same operations in the
+    same order, then the one that applies is picked, so each value is the same float."""
+    tape_media = np.asarray(p.tape_media, dtype=np.int64)
+    media = [p.media[m] for m in range(len(p.media))]
+
+    def per_tape(values: list[float]) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)[tape_media]
+
+    t_rate = per_tape([m.rate_mb_s * MB for m in media])
+    t_gap = per_tape([m.read_through_max_gap for m in media])
+    t_lbase = per_tape([m.locate_base_s for m in media])
+    t_lslope = per_tape([m.locate_slope_s for m in media])
+    t_lmax = per_tape([m.locate_max_s for m in media])
+    t_cap = per_tape([float(m.capacity_bytes) for m in media])
+    avg_object = np.asarray(p.avg_object, dtype=np.float64)
+    tape = np.asarray(p.tape, dtype=np.int64)
+    position = np.asarray(p.position, dtype=np.int64)
+    offset = np.asarray(p.offset, dtype=np.int64)
+    size = np.asarray(p.size, dtype=np.int64)
+    start_bytes = np.asarray(p.start_bytes, dtype=np.float64)
+    body_s = np.asarray(p.body_s, dtype=np.float64)
+    stream_s = np.asarray(p.stream_s, dtype=np.float64)
+
+    def times(w: list[int], i: int) -> list[float]:
+        ids = np.fromiter(w[i - 1 :], dtype=np.int64)
+        h, r = ids[:-1], ids[1:]
+        on_tape = tape[ids]
+        # A drive's list is one tape's: its parameters are then scalars, not gathered per read.
+        t: int | np.ndarray = int(on_tape[0]) if (on_tape == on_tape[0]).all() else on_tape[1:]
+        at = position[ids]
+        gap = at[1:] - at[:-1]
+        size_h = size[h]
+        starts = start_bytes[ids]
+        known = ~np.isnan(starts)
+        known = known[1:] & known[:-1]
+        byte_skip = starts[1:] - starts[:-1] - size_h
+        offsets = offset[ids]
+        o_r, o_h = offsets[1:], offsets[:-1]
+        members = (o_r >= 0) & (o_h >= 0)
+        rate, avg, body = t_rate[t], avg_object[t], body_s[r]
+        # Same object (gap 0): stream on from the member read last, or locate back.
+        back = members & (o_r < o_h)
+        skip = np.where(known, byte_skip, np.where(members, o_r - o_h - size_h, 0).astype(float))
+        same_object = np.where(skip > 0.0, skip, 0.0) / rate + stream_s[r]
+        # A short gap forward: read through the objects in between.
+        skip = np.where(known, byte_skip, (gap - 1) * avg)
+        through = np.where(skip > 0.0, skip, 0.0) / rate + body
+        # Otherwise a locate over the distance.
+        estimated = np.where(gap > 0, gap - 1, -gap - 1) * avg
+        dist = np.where(known, np.abs(byte_skip), estimated)
+        dist = np.where(gap == 0, (o_h + size_h - o_r).astype(float), dist)
+        share = dist / t_cap[t]
+        locate = t_lbase[t] + t_lslope[t] * np.where(share < 1.0, share, 1.0)
+        located = np.where(locate < t_lmax[t], locate, t_lmax[t]) + body
+        short = (gap >= 1) & (gap <= t_gap[t])
+        out = np.where(gap == 0, np.where(back, located, same_object), located)
+        out = np.where(short, through, out)
+        result: list[float] = [0.0] * i
+        result += out.tolist()
+        return result
+
+    return times
+
+
+def can_read(library: Library, media: list[ModelParams]) -> list[list[bool]]:
+    """Per drive, per media index: whether the drive reads it (media catalog readable_by)."""
+    table = []
+    for drive in library.drives:
+        row = []
+        for p in media:
+            catalog = BY_NAME.get(p.media_type)
+            readers = catalog.readable_by if catalog is not None else (p.media_type,)
+            row.append(drive.drive_type in readers)
+        table.append(row)
+    return table

@@ -1,0 +1,1 @@
+"""Placement what-if: a recorded write stream replayed under another write policy."""

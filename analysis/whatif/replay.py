@@ -1,0 +1,350 @@
+"""Placement what-if: replay a recorded write stream under another write policy.
+
+The question it answers: would enabling sorted writes (or collocating datasets) have helped, and
+by how much, before an admin changes anything (docs/domain.md, "Tape-positional gaps" and the
+published averages: FIFO writes 2.1-2.9 mean gap by type, sorted by directory 1.05-1.14).
+Input: the files with when they reached the disk cache; output: where each would have landed
+(volume, position, aggregate) under the policy. Policies:
+
+- `fifo`: each migration writes its files in arrival order;
+- `sorted-by-directory`: each migration writes its files sorted by directory and file name
+  (HPSS's "sort by directory" option): the sort window is the migration;
+- `collocate`: each dataset written whole, in directory order, once its last file has arrived,
+  onto the fewest tapes (analysis/whatif/collocate.py): the best a placement can do.
+
+The mechanics (migration triggers, write drives, aggregates, tape fill) are in
+analysis/whatif/write.py; the statistics in analysis/whatif/stats.py. Pure: frames in, frames out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import polars as pl
+
+from tapelens.analysis.whatif import write as ww
+from tapelens.analysis.whatif.collocate import Groups, place_groups
+from tapelens.analysis.whatif.stats import RecallSetup, seconds_of, summarise
+from tapelens.errors import InputError
+from tapelens.media import BY_NAME as MEDIA
+
+POLICIES = ("fifo", "sorted-by-directory", "collocate")
+GB = 1_000_000_000
+MB = 1_000_000
+TB = 1_000_000_000_000
+# A daily migration: the sort window the issue's example uses.
+DEFAULT_WINDOW_S = 86_400.0
+DEFAULT_WRITE_DRIVES = 4
+# One more write drive per terabyte in a migration (the synthetic bnl site's write path).
+DEFAULT_DRIVE_BYTES = 1 * TB
+# Small-file aggregation as the synthetic HPSS site does it (world/params.py): files
+# under 256 MB packed into aggregates of up to 16 GB and 2,000 members.
+DEFAULT_AGGREGATE_MAX_FILE_BYTES = 256 * MB
+DEFAULT_AGGREGATE_MAX_BYTES = 16 * GB
+DEFAULT_AGGREGATE_MAX_MEMBERS = 2_000
+DEFAULT_POOL = "all"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class WhatIfParams:
+    """How the replayed site writes. Times are epoch seconds (UTC)."""
+
+    policy: str = "fifo"
+    window_s: float = DEFAULT_WINDOW_S  # a migration when the oldest waiting file waited this
+    batch_bytes: int | None = None  # ... or when the cache holds this much
+    write_drives: int = DEFAULT_WRITE_DRIVES  # shared out over the pools by their bytes
+    drives_by_pool: tuple[tuple[str, int], ...] = ()  # explicit drives per pool instead
+    drive_bytes: int = DEFAULT_DRIVE_BYTES  # a migration starts one drive per this volume
+    policy_before: str = "fifo"  # migrations before switch_at_s write with this policy
+    switch_at_s: float | None = None
+    media: tuple[tuple[str, float], ...] = (("LTO-8", 0.0),)  # (media type, in use from)
+    capacity_bytes: int | None = None  # overrides the media's capacity
+    aggregate: bool = True
+    aggregate_max_file_bytes: int = DEFAULT_AGGREGATE_MAX_FILE_BYTES
+    aggregate_max_bytes: int = DEFAULT_AGGREGATE_MAX_BYTES
+    aggregate_max_members: int = DEFAULT_AGGREGATE_MAX_MEMBERS
+
+    def __post_init__(self) -> None:
+        for name in ("policy", "policy_before"):
+            if getattr(self, name) not in POLICIES:
+                raise InputError(f"{name}: expected one of {', '.join(POLICIES)}")
+        if self.policy_before == "collocate" or (
+            self.policy == "collocate" and self.switch_at_s is not None
+        ):
+            raise InputError("collocate places whole datasets: it takes no switch date")
+        if self.window_s <= 0 or self.write_drives < 1 or self.drive_bytes <= 0:
+            raise InputError("sort window, write drives and drive bytes must be positive")
+        if self.batch_bytes is not None and self.batch_bytes <= 0:
+            raise InputError("batch bytes must be positive")
+        if not self.media:
+            raise InputError("media: at least one media type")
+        unknown = [m for m, _ in self.media if m not in MEDIA]
+        if unknown and self.capacity_bytes is None:
+            raise InputError(f"unknown media type(s) {', '.join(unknown)}: give a capacity")
+        if min(self.aggregate_max_bytes, self.aggregate_max_file_bytes) <= 0 or (
+            self.aggregate_max_members < 2
+        ):
+            raise InputError("aggregate limits must be positive, at least 2 members")
+
+
+STREAM_COLUMNS = ("dataset", "dataset_type", "size_bytes", "arrived_at")
+
+
+def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]]:
+    """The stream sorted by arrival with its codes; the pool names."""
+    missing = [c for c in STREAM_COLUMNS if c not in stream.columns]
+    if missing:
+        raise InputError(f"write stream lacks column(s) {', '.join(missing)}")
+    if "path" in stream.columns:
+        directory = pl.col("path").str.replace(r"/[^/]*$", "")
+        name = pl.col("path").str.extract(r"([^/]*)$")
+    else:
+        directory = pl.col("dataset")
+        name = pl.col("file_name") if "file_name" in stream.columns else pl.lit("")
+    pool = pl.col("pool") if "pool" in stream.columns else pl.lit(DEFAULT_POOL)
+    frame = (
+        stream.with_columns(
+            seconds_of(stream, "arrived_at").alias("_t"),
+            directory.fill_null("").alias("_dir"),
+            name.fill_null("").alias("_name"),
+            pool.cast(pl.String).fill_null(DEFAULT_POOL).alias("_pool"),
+        )
+        .with_row_index("_in")
+        .sort("_t", "_dir", "_name", "_in")
+    )
+    for column, what in (
+        ("_t", "an arrival time"),
+        ("size_bytes", "a size"),
+        ("dataset", "a dataset"),
+    ):
+        if frame[column].null_count():
+            raise InputError(f"write stream: every file needs {what}")
+    if (frame["size_bytes"] < 0).any():
+        raise InputError("write stream: negative file size")
+    by_path = frame.select(pl.arg_sort_by("_dir", "_name", "_in")).to_series().to_numpy()
+    path_rank = np.empty(frame.height, dtype=np.int64)
+    path_rank[by_path] = np.arange(frame.height)
+    pools = sorted(frame["_pool"].unique().to_list())
+    arrivals = ww.Arrivals(
+        arrived_s=frame["_t"].to_numpy().astype(np.float64),
+        size=frame["size_bytes"].cast(pl.Int64).to_numpy(),
+        pool=frame["_pool"].replace_strict(pools, range(len(pools))).to_numpy().astype(np.int64),
+        dataset=frame["dataset"].rank("dense").to_numpy().astype(np.int64) - 1,
+        path_rank=path_rank,
+    )
+    return frame.drop("_dir", "_name"), arrivals, pools
+
+
+def drives_per_pool(params: WhatIfParams, pools: list[str], pool_bytes: np.ndarray) -> np.ndarray:
+    """Write drives of each pool: as given, else one each and the rest by share of bytes."""
+    if params.drives_by_pool:
+        given = dict(params.drives_by_pool)
+        return np.array([max(int(given.get(p, 1)), 1) for p in pools], dtype=np.int64)
+    n = len(pools)
+    extra = max(params.write_drives - n, 0)
+    total = float(pool_bytes.sum())
+    share = pool_bytes / total if total > 0 else np.full(n, 1.0 / n)
+    exact = extra * share
+    out = np.floor(exact).astype(np.int64)
+    rest = extra - int(out.sum())
+    if rest:
+        out[np.argsort(-(exact - out), kind="stable")[:rest]] += 1
+    return out + 1
+
+
+def _media_index(params: WhatIfParams, times_s: np.ndarray) -> np.ndarray:
+    starts = np.array([t for _, t in params.media], dtype=np.float64)
+    order = np.argsort(starts, kind="stable")
+    idx = np.maximum(np.searchsorted(starts[order], times_s, side="right") - 1, 0)
+    return order[idx]
+
+
+def _capacities(params: WhatIfParams) -> np.ndarray:
+    if params.capacity_bytes is not None:
+        return np.full(len(params.media), params.capacity_bytes, dtype=np.int64)
+    return np.array([MEDIA[m].capacity_bytes for m, _ in params.media], dtype=np.int64)
+
+
+def _aggregation(params: WhatIfParams) -> ww.Aggregation:
+    return ww.Aggregation(
+        params.aggregate,
+        params.aggregate_max_file_bytes,
+        params.aggregate_max_bytes,
+        params.aggregate_max_members,
+    )
+
+
+def _batched(params: WhatIfParams, a: ww.Arrivals, drives: np.ndarray) -> ww.Objects:
+    """FIFO or sorted migrations, dealt to drives, packed, and filled onto tapes."""
+    batch, ran_s = ww.migrations(a.arrived_s, a.size, params.window_s, params.batch_bytes)
+    sorted_policy = np.full(ran_s.shape[0], params.policy == "sorted-by-directory")
+    if params.switch_at_s is not None:
+        sorted_policy &= ran_s >= params.switch_at_s
+        sorted_policy |= (ran_s < params.switch_at_s) & (
+            params.policy_before == "sorted-by-directory"
+        )
+    n = a.size.shape[0]
+    key = np.where(sorted_policy[batch], a.path_rank, np.arange(n))
+    queue = np.lexsort((key, batch, a.pool))
+    drive_q = ww.deal(a.pool[queue], batch[queue], a.size[queue], drives, params.drive_bytes)
+    drive = np.empty(n, dtype=np.int64)
+    drive[queue] = drive_q
+    # Drive order: per pool and drive, migrations and queue order as they come.
+    rank = np.empty(n, dtype=np.int64)
+    rank[queue] = np.arange(n)
+    order = np.lexsort((rank, drive, a.pool))
+    stream_key = (a.pool[order] * (int(drives.max()) + 1) + drive[order]) * (
+        int(batch.max()) + 1
+    ) + batch[order]
+    return _objects(params, a, order, stream_key, ran_s[batch], drive)
+
+
+@dataclass(frozen=True)
+class _Packed:
+    file_obj: np.ndarray  # object of each file (arrival order)
+    member: np.ndarray
+    offset: np.ndarray
+    obj_in_order: np.ndarray  # object of each file in write order
+    obj_size: np.ndarray
+
+
+def _pack(params: WhatIfParams, a: ww.Arrivals, order: np.ndarray, key: np.ndarray) -> _Packed:
+    """Tape objects of the files taken in write `order` (aggregates cut where `key` changes)."""
+    obj_o, member_o, offset_o = ww.pack(key, a.size[order], _aggregation(params))
+    n = a.size.shape[0]
+    file_obj, member, offset = (np.empty(n, dtype=np.int64) for _ in range(3))
+    file_obj[order], member[order], offset[order] = obj_o, member_o, offset_o
+    n_obj = int(obj_o.max()) + 1 if n else 0
+    obj_size = np.bincount(file_obj, weights=a.size, minlength=n_obj).astype(np.int64)
+    return _Packed(file_obj, member, offset, obj_o, obj_size)
+
+
+def _objects(
+    params: WhatIfParams,
+    a: ww.Arrivals,
+    order: np.ndarray,
+    stream_key: np.ndarray,
+    time_s: np.ndarray,
+    drive: np.ndarray,
+) -> ww.Objects:
+    """Pack each drive's files and fill its tapes, one at a time."""
+    packed = _pack(params, a, order, stream_key)
+    obj_o = packed.obj_in_order
+    head = order[np.flatnonzero(np.append(True, obj_o[1:] != obj_o[:-1]))]
+    obj_media = _media_index(params, time_s[head])
+    tape, tape_media = ww.drive_streams(
+        a.pool[head], drive[head], packed.obj_size, obj_media, _capacities(params)
+    )
+    pos, start = ww.positions(tape, packed.obj_size)
+    return ww.Objects(
+        packed.file_obj, packed.member, packed.offset, time_s, tape, pos, start, tape_media
+    )
+
+
+def _collocated(params: WhatIfParams, a: ww.Arrivals, drives: np.ndarray) -> ww.Objects:
+    """Each dataset (of a pool) written whole once its last file has arrived."""
+    group_key = a.pool * (int(a.dataset.max()) + 1) + a.dataset
+    done = np.zeros(int(group_key.max()) + 1)
+    np.maximum.at(done, group_key, a.arrived_s)
+    time_s = done[group_key]
+    order = np.lexsort((a.path_rank, group_key, time_s, a.pool))
+    packed = _pack(params, a, order, group_key[order])
+    g_sorted = group_key[order]
+    first = np.flatnonzero(np.append(True, g_sorted[1:] != g_sorted[:-1]))
+    heads = order[first]
+    obj_first = packed.obj_in_order[first]
+    groups = Groups(
+        pool=a.pool[heads],
+        media=_media_index(params, time_s[heads]),
+        obj_first=obj_first,
+        obj_end=np.append(obj_first[1:], packed.obj_size.shape[0]),
+    )
+    tape, tape_media = place_groups(groups, packed.obj_size, drives, _capacities(params))
+    pos, start = ww.positions(tape, packed.obj_size)
+    return ww.Objects(
+        packed.file_obj, packed.member, packed.offset, time_s, tape, pos, start, tape_media
+    )
+
+
+def replay(stream: pl.DataFrame, params: WhatIfParams) -> pl.DataFrame:
+    """Where each file of the write stream lands under the policy.
+
+    `stream`: dataset, dataset_type, size_bytes, arrived_at (epoch s or datetime: when the file
+    reached the disk cache), and optionally path (or file_name) and pool (tape pool or
+    experiment). Returns the stream (sorted by arrival) with volume, media_type, position,
+    offset_bytes and aggregate_id (null when alone), start_bytes (bytes before the tape object
+    on its tape) and written_at (epoch s: when the migration ran).
+    """
+    frame, a, pools = _prepare(stream)
+    if frame.height == 0:
+        raise InputError("the write stream holds no files")
+    pool_bytes = np.bincount(a.pool, weights=a.size, minlength=len(pools))
+    drives = drives_per_pool(params, pools, pool_bytes)
+    if params.policy == "collocate":
+        obj = _collocated(params, a, drives)
+    else:
+        obj = _batched(params, a, drives)
+    media_names = np.array([m for m, _ in params.media], dtype=object)
+    tape = obj.obj_tape[obj.file_obj]
+    in_agg = obj.file_member > 0
+    placed = frame.drop("_t", "_pool", "_in").with_columns(
+        pl.Series("_tape", tape, dtype=pl.Int64),
+        pl.Series("media_type", media_names[obj.tape_media[tape]].tolist(), dtype=pl.String),
+        pl.Series("position", obj.obj_pos[obj.file_obj], dtype=pl.Int64),
+        pl.Series("_offset", obj.file_offset, dtype=pl.Int64),
+        pl.Series("start_bytes", obj.obj_start[obj.file_obj] + np.maximum(obj.file_offset, 0)),
+        pl.Series("written_at", obj.file_time_s, dtype=pl.Float64),
+        pl.Series("_agg", in_agg),
+    )
+    volume = pl.concat_str(pl.lit("W"), pl.col("_tape").cast(pl.String).str.zfill(6))
+    return (
+        placed.with_columns(volume.alias("volume"))
+        .with_columns(
+            pl.when(pl.col("_agg")).then(pl.col("_offset")).alias("offset_bytes"),
+            pl.when(pl.col("_agg"))
+            .then(pl.format("{}:{}", pl.col("volume"), pl.col("position")))
+            .alias("aggregate_id"),
+        )
+        .drop("_tape", "_offset", "_agg")
+    )
+
+
+def compare(
+    stream: pl.DataFrame,
+    policies: Sequence[str],
+    params: WhatIfParams,
+    actual: pl.DataFrame | None = None,
+    *,
+    split_at_s: float | None = None,
+    recall: RecallSetup | None = None,
+    dataset_types: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> pl.DataFrame:
+    """Per placement (each policy, and `actual` when given) and dataset type (and period,
+    before/after `split_at_s`): the gap statistics, tapes per dataset and, with `recall`, the
+    predicted recall rate. `actual`: the site's live copies (dataset, dataset_type, volume,
+    position, offset_bytes, aggregate_id, size_bytes, written_at, media_type, file_id)."""
+    say = progress or (lambda _message: None)
+    parts = []
+    for policy in policies:
+        say(f"replaying {stream.height} files under {policy}")
+        switch = None if policy == "collocate" else params.switch_at_s
+        placed = replay(stream, replace(params, policy=policy, switch_at_s=switch))
+        say(f"statistics of {policy}")
+        parts.append(
+            summarise(placed, "arrived_at", split_at_s, recall, dataset_types).select(
+                pl.lit(policy).alias("placement"), pl.all()
+            )
+        )
+    if actual is not None:
+        say(f"statistics of the actual placement ({actual.height} copies)")
+        parts.append(
+            summarise(actual, "written_at", split_at_s, recall, dataset_types).select(
+                pl.lit("actual").alias("placement"), pl.all()
+            )
+        )
+    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()

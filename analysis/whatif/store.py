@@ -1,0 +1,230 @@
+"""The recorded write stream and the actual placement, read from the catalog.
+
+The write stream is each file's first live copy: when it was written (`written_at`), its size,
+dataset, pool (experiment) and path. What `written_at` means depends on the catalog: for HPSS it
+is the create time, when the file reached the disk cache, which is what a replay wants; for TSM,
+CTA and Enstore it is when the copy was written to tape, so the replay sees the arrivals shifted
+by the site's own migration delay. The media in use over time is read from the same copies.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from tapelens.analysis.throughput import store as params_store
+from tapelens.analysis.throughput.inputs import one_line
+from tapelens.analysis.whatif.replay import Progress, WhatIfParams, compare
+from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
+from tapelens.errors import DatabaseError, InputError
+from tapelens.media import BY_NAME as MEDIA
+from tapelens.media import media_from_barcode
+
+UTC_US = pl.Datetime("us", "UTC")
+DEFAULT_MEDIA = "LTO-8"
+
+COPY_SCHEMA: dict[str, pl.DataType] = {
+    "file_id": pl.String(),
+    "path": pl.String(),
+    "dataset": pl.String(),
+    "dataset_type": pl.String(),
+    "experiment": pl.String(),
+    "size_bytes": pl.Int64(),
+    "volume": pl.String(),
+    "position": pl.Int64(),
+    "offset_bytes": pl.Int64(),
+    "aggregate_id": pl.String(),
+    "copy_no": pl.Int32(),
+    "written_at": pl.Float64(),
+    "start_bytes": pl.Int64(),
+    "media_type": pl.String(),
+}
+
+# Live copies on tapes not emptied by a repack, with the byte address of their tape object
+# (the sizes of the objects before it on the tape, removed copies included: their bytes stay on
+# the tape until it is repacked).
+_COPIES = """
+with objects as (
+    select volume, position, sum(size_bytes)::numeric as object_bytes
+    from tapelens.tape_files
+    group by volume, position
+),
+addressed as (
+    select volume, position,
+           coalesce(sum(object_bytes) over (
+               partition by volume order by position
+               rows between unbounded preceding and 1 preceding), 0)::bigint as object_start
+    from objects
+)
+select f.file_id, f.path, f.dataset, f.dataset_type, f.experiment, f.size_bytes, f.volume,
+       f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
+       extract(epoch from f.written_at) as written_at,
+       a.object_start + coalesce(f.offset_bytes, 0) as start_bytes,
+       coalesce(t.media_type, 'unknown') as media_type
+from tapelens.tape_files as f
+left join addressed as a on a.volume = f.volume and a.position = f.position
+left join tapelens.tapes as t on t.volume = f.volume
+where f.removed_at is null and coalesce(t.state, 'full') <> 'repacked'
+"""
+
+
+def read_copies(conn: psycopg.Connection) -> pl.DataFrame:
+    """Every live copy (COPY_SCHEMA; written_at as a UTC datetime)."""
+    buffer = io.BytesIO()
+    statement = sql.SQL("copy ({}) to stdout with (format csv, header true)").format(
+        sql.SQL(_COPIES)
+    )
+    try:
+        with conn.cursor() as cur, cur.copy(statement) as copy:
+            for chunk in copy:
+                buffer.write(chunk)
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    buffer.seek(0)
+    frame = pl.read_csv(buffer, schema=COPY_SCHEMA)
+    seconds = (pl.col("written_at") * 1e6).round().cast(pl.Int64)
+    return _media_from_labels(frame.with_columns(seconds.cast(UTC_US).alias("written_at")))
+
+
+def _media_from_labels(frame: pl.DataFrame) -> pl.DataFrame:
+    """Tapes the inventory does not type: the media type their label's suffix names, if any."""
+    unknown = frame.filter(pl.col("media_type") == "unknown")["volume"].unique().to_list()
+    guesses = {v: m.media_type for v in unknown if (m := media_from_barcode(v)) is not None}
+    if not guesses:
+        return frame
+    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
+    return frame.with_columns(pl.coalesce(guess, pl.col("media_type")).alias("media_type"))
+
+
+def write_stream(copies: pl.DataFrame) -> pl.DataFrame:
+    """One row per file: its first copy (earliest written_at, then lowest copy_no), as the
+    replay's input: path, dataset, dataset_type, pool, size_bytes, arrived_at, media_type."""
+    return (
+        copies.sort("file_id", "written_at", "copy_no")
+        .unique("file_id", keep="first", maintain_order=True)
+        .select(
+            "file_id",
+            "path",
+            "dataset",
+            "dataset_type",
+            pl.col("experiment").alias("pool"),
+            "size_bytes",
+            pl.col("written_at").alias("arrived_at"),
+            "media_type",
+        )
+    )
+
+
+def media_schedule(stream: pl.DataFrame) -> tuple[tuple[str, float], ...]:
+    """The media written over time, from where the files' first copies are: each media type
+    takes over in the first month in which it holds most of the bytes first written that month,
+    and an earlier type never comes back (copies a repack moved onto newer media stay a
+    minority of their month). ((media type, from epoch s), ...); the site's types only."""
+    known = stream.filter(pl.col("media_type").is_in(list(MEDIA)))
+    if known.height == 0:
+        return ((DEFAULT_MEDIA, 0.0),)
+    month = pl.col("arrived_at").dt.truncate("1mo")
+    majority = (
+        known.group_by(month.alias("month"), "media_type")
+        .agg(pl.col("size_bytes").sum().alias("bytes"))
+        .sort("month", "bytes", "media_type", descending=[False, True, False])
+        .unique("month", keep="first", maintain_order=True)
+    )
+    schedule: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for when, media in majority.select("month", "media_type").iter_rows():
+        if media in seen:
+            continue
+        seen.add(media)
+        start = 0.0 if not schedule else _epoch(when)
+        schedule.append((media, start))
+    return tuple(schedule)
+
+
+def _epoch(when: datetime) -> float:
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+@dataclass(frozen=True)
+class CatalogOptions:
+    """What to replay from the catalog and how to report it (times in epoch s, UTC)."""
+
+    since_s: float | None = None
+    until_s: float | None = None
+    dataset_types: tuple[str, ...] = ()
+    split_at_s: float | None = None
+    media: str | None = None  # every replayed tape of this media (default: as the site wrote)
+    aggregate: bool | None = None  # default: when the catalog holds aggregates
+    drives: Mapping[str, int] | None = None  # for the recall prediction (default: the site's)
+    recall: bool = True
+
+
+def _window(frame: pl.DataFrame, column: str, options: CatalogOptions) -> pl.DataFrame:
+    seconds = pl.col(column).dt.epoch("us").cast(pl.Float64) / 1e6
+    if options.since_s is not None:
+        frame = frame.filter(seconds >= options.since_s)
+    if options.until_s is not None:
+        frame = frame.filter(seconds < options.until_s)
+    return frame
+
+
+def _recall_setup(
+    conn: psycopg.Connection, options: CatalogOptions, media: set[str]
+) -> RecallSetup:
+    params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
+    readers = params_store.readable_by(conn)
+    drives = dict(options.drives) if options.drives else params_store.read_drives(conn)
+    if not drives:
+        for name in sorted(media):
+            for drive_type in readers.get(name, ())[:1]:
+                drives[drive_type] = 1
+    return RecallSetup(drives, params, readers)
+
+
+def whatif_from_catalog(
+    conn: psycopg.Connection,
+    policies: Sequence[str],
+    params: WhatIfParams,
+    options: CatalogOptions,
+    progress: Progress | None = None,
+) -> pl.DataFrame:
+    """Replay the catalog's write stream under each policy and compare with the actual
+    placement (analysis/whatif/replay.py compare). The actual copies are those written in the
+    window; their gaps are measured against every live copy on their tapes."""
+    say = progress or (lambda _message: None)
+    say("reading the live copies")
+    copies = read_copies(conn)
+    stream = _window(write_stream(copies), "arrived_at", options)
+    if stream.height == 0:
+        raise InputError("no files were written in the chosen window")
+    schedule = ((options.media, 0.0),) if options.media else media_schedule(stream)
+    aggregate = options.aggregate
+    if aggregate is None:
+        aggregate = bool(copies["aggregate_id"].is_not_null().any())
+    say(
+        f"{stream.height} files; media {', '.join(m for m, _ in schedule)}; "
+        f"aggregates {'on' if aggregate else 'off'}"
+    )
+    params = replace(params, media=schedule, aggregate=aggregate)
+    recall = None
+    if options.recall:
+        present = set(copies["media_type"].unique().drop_nulls().to_list())
+        recall = _recall_setup(conn, options, present | {m for m, _ in schedule})
+    actual = file_gaps(copies)
+    actual = _window(actual, "written_at", options)
+    return compare(
+        stream,
+        policies,
+        params,
+        actual,
+        split_at_s=options.split_at_s,
+        recall=recall,
+        dataset_types=options.dataset_types or None,
+        progress=say,
+    )

@@ -1,0 +1,196 @@
+"""`tapelens plan recall` and `plan compare` end to end on a real database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.requests import parse_requests
+from tapelens.cli import cli
+from tapelens.errors import InputError
+
+GB = 1_000_000_000
+
+TAPES = [("A1", "LTO-8", "full"), ("A2", "LTO-8", "full"), ("S1", "LTO-8", "full")]
+TAPES += [("D1", "LTO-8", "disabled")]
+
+
+def copies() -> list[tuple[object, ...]]:
+    """(file_id, path, dataset, size, volume, position, offset, copy_no, days after 2021-01-01)"""
+    rows: list[tuple[object, ...]] = []
+    for i in range(6):
+        rows.append((f"a{i}", f"/store/D/a{i}", "D", 2 * GB, "A1", 10 + i, None, 1, 0))
+    for i in range(3):  # an aggregate of three members on A2
+        rows.append((f"m{i}", f"/store/D/m{i}", "D", GB, "A2", 4, i * GB, 1, 0))
+    rows.append(("b0", "/store/D/b 0", "D", 3 * GB, "A2", 7, None, 1, 0))
+    rows.append(("a2", "/store/D/a2", "D", 2 * GB, "S1", 90, None, 2, 30))  # a stray retry
+    rows.append(("x0", "/store/X/x0", "X", GB, "S1", 1, None, 1, 0))
+    rows.append(("z0", "/store/Z/z0", "Z", GB, "D1", 1, None, 1, 0))  # only on a disabled tape
+    return rows
+
+
+@pytest.fixture
+def site(dsn: str) -> str:
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status)"
+            " values ('catalog', 'csv', 'test', 'hand', 'x', 'loaded')"
+        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                "insert into tapelens.tapes (volume, media_type, state) values (%s, %s, %s)", TAPES
+            )
+            cur.executemany(
+                "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
+                " dataset_type, experiment, size_bytes, volume, position, offset_bytes,"
+                " aggregate_id, copy_no, written_at, ingest_run_id)"
+                " values ('test', %s, %s, %s, %s, 'RAW', 'exp', %s, %s, %s, %s,"
+                " case when %s::bigint is null then null else %s || ':' || %s end, %s,"
+                " timestamptz '2021-01-01 00:00:00+00' + make_interval(days => %s), 1)",
+                [
+                    (f"{v}:{p}:{o}", f, path, d, s, v, p, o, o, v, p, c, days)
+                    for f, path, d, s, v, p, o, c, days in copies()
+                ],
+            )
+    return dsn
+
+
+def test_plan_recall_writes_plan_exports_and_saves_then_compares(site: str, tmp_path: Path) -> None:
+    asked = tmp_path / "asked.csv"
+    asked.write_text("dataset,path,requester\nD,,ann\n,/store/Z/z0,bob\n,/store/nope,bob\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    runner = CliRunner()
+    args = ["--dsn", site, "plan", "recall", str(asked), "--drives", "LTO8:2"]
+    args += ["-o", str(out / "plan.csv"), "--summary", str(out / "summary.json")]
+    for fmt in ("json", "filelists", "dsmc", "tape-rest"):
+        args += ["--export", fmt]
+    args += ["--export-dir", str(out / "export"), "--save", "campaign-1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "makespan" in result.stdout
+    assert "saved plan 'campaign-1'" in result.stderr
+
+    plan = pl.read_csv(out / "plan.csv")
+    assert plan.columns[:8] == [
+        "order",
+        "drive",
+        "volume",
+        "position",
+        "offset_bytes",
+        "path",
+        "file_id",
+        "size_bytes",
+    ]
+    assert {"predicted_start_s", "predicted_end_s"} <= set(plan.columns)
+    assert plan.height == 10
+    assert set(plan["volume"]) == {"A1", "A2"}  # the stray copy on S1 is not used
+    on_a2 = plan.filter(pl.col("volume") == "A2").sort("order")
+    assert on_a2["file_id"].to_list() == ["m0", "m1", "m2", "b0"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["files"] == 10 and summary["mounts"] == 2
+    assert summary["not_found"] == [{"line": 4, "kind": "path", "key": "/store/nope"}]
+    assert summary["unavailable"]["by_reason"] == {"tape disabled": 1}
+    assert summary["baselines"]["newest_copy"]["mounts"] == 3
+    for problems in (out / "plan.not_found.csv", out / "export" / "not_found.csv"):
+        assert "/store/nope" in problems.read_text()
+    assert "/store/Z/z0" in (out / "plan.unavailable.csv").read_text()
+
+    exported = json.loads((out / "export" / "plan.json").read_text())
+    assert len(exported["files"]) == 10 and exported["summary"]["mounts"] == 2
+    lists = sorted((out / "export" / "filelists").glob("*.txt"))
+    assert len(lists) == 2
+    a2_list = next(p for p in lists if p.name.endswith("_A2.txt")).read_text().splitlines()
+    assert a2_list == ["/store/D/m0", "/store/D/m1", "/store/D/m2", "/store/D/b 0"]
+    dsmc = out / "export" / "dsmc"
+    a2_dsmc = next(dsmc.glob("*_A2.filelist")).read_text().splitlines()
+    assert a2_dsmc[-1] == '"/store/D/b 0"'
+    assert "dsmc retrieve -filelist=" in (dsmc / "retrieve.sh").read_text()
+    bodies = sorted((out / "export" / "tape-rest").glob("batch-*.json"))
+    assert len(bodies) == 2
+    paths = [f["path"] for b in bodies for f in json.loads(b.read_text())["files"]]
+    assert sorted(paths) == sorted(plan["path"].to_list())
+
+    with psycopg.connect(site) as conn:
+        stored = conn.execute(
+            "select count(*) from tapelens.recall_plan_files where plan_name = 'campaign-1'"
+        ).fetchone()
+        assert stored == (10,)
+        # Later, the transfers show four of the planned files read from A1.
+        conn.execute(
+            "insert into tapelens.transfers (source, direction, volume, path, size_bytes,"
+            " started_at, duration_s, status, ingest_run_id)"
+            " select 'test', 'read', 'A1', path, size_bytes,"
+            "        now() + make_interval(secs => 60 * read_order), 9.0, 'ok', 1"
+            " from tapelens.recall_plan_files"
+            " where plan_name = 'campaign-1' and volume = 'A1' and read_order <= 8"
+            " order by read_order limit 4"
+        )
+    compared = runner.invoke(cli, ["--dsn", site, "plan", "compare", "campaign-1"])
+    assert compared.exit_code == 0, compared.output + repr(compared.exception)
+    figures = json.loads(compared.stdout)
+    assert figures["plan"] == "campaign-1"
+    assert figures["planned_files"] == 10
+    assert figures["files_read"] == 4
+    assert figures["read_from_planned_volume"] == 4
+    assert figures["order_rank_correlation"] == pytest.approx(1.0)
+
+
+def test_saving_twice_replaces_and_unknown_plans_are_named(site: str) -> None:
+    from tapelens.analysis.recall.planner import PlanOptions
+
+    asked = parse_requests(["dataset", "X"])
+    options = PlanOptions(drives=(("LTO-8", 1),))
+    with psycopg.connect(site) as conn:
+        plan, params = plan_store.plan_from_database(conn, asked, options)
+        assert plan.files["volume"].to_list() == ["S1"]
+        assert plan_store.save_plan(conn, "p", plan, params) is False
+        assert plan_store.save_plan(conn, "p", plan, params) is True
+        with pytest.raises(InputError, match="no saved recall plan named 'q' \\(saved plans: p\\)"):
+            plan_store.compare_plan(conn, "q")
+
+
+def test_missing_request_file_is_an_expected_failure(tmp_path: Path) -> None:
+    # The request list is read before any connection is made.
+    nowhere = "postgresql://nobody@127.0.0.1:1/none"
+    result = CliRunner().invoke(
+        cli, ["--dsn", nowhere, "plan", "recall", str(tmp_path / "none.txt"), "--drives", "LTO8:1"]
+    )
+    assert result.exit_code != 0
+    assert isinstance(result.exception, InputError)
+    assert "cannot open" in str(result.exception)
+
+
+def test_compare_frames_in_figures() -> None:
+    files = pl.DataFrame(
+        {
+            "read_order": [1, 2, 3, 4],
+            "drive": ["LTO-8#1"] * 4,
+            "volume": ["A1", "A1", "A1", "A2"],
+            "path": ["/a", "/b", "/c", "/d"],
+            "file_id": ["a", "b", "c", "d"],
+            "size_bytes": [GB] * 4,
+            "predicted_start_s": [0.0, 10.0, 20.0, 30.0],
+            "predicted_end_s": [10.0, 20.0, 30.0, 40.0],
+            "actual_volume": ["A1", None, "B9", None],
+            "actual_drive": ["d1", "d1", "d2", None],
+            "actual_started_at": [1000.0, 1008.0, 1030.0, None],
+            "actual_duration_s": [8.0, 20.0, 10.0, None],
+        },
+        schema_overrides=plan_store.PLAN_FILES_SCHEMA,
+    )
+    summary, per_file = plan_store.compare_frames(files, {"makespan_s": 40.0})
+    assert summary["files_read"] == 3 and summary["files_not_read"] == 1
+    assert summary["read_from_planned_volume"] == 2  # the null volume counts, B9 does not
+    assert summary["actual_makespan_s"] == 40.0
+    assert summary["actual_over_predicted"] == 1.0
+    assert summary["median_abs_pct_error_duration"] == 25.0  # errors 25%, 50%, 0%
+    assert summary["order_rank_correlation"] == pytest.approx(1.0)
+    assert per_file["actual_start_s"].to_list()[:3] == [0.0, 8.0, 30.0]

@@ -1,0 +1,208 @@
+"""The simulator's fast paths give the very results of the plain ones they stand in for: read
+times of a whole list at once, batches of new requests placed at once, the by-demand heap, the
+checks a run skips until a request is sent or pooled a second time, shared value objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tapelens.analysis.sim import admit as sim_admit
+from tapelens.analysis.sim import events as sim_engine
+from tapelens.analysis.sim import inputs as sim_inputs
+from tapelens.analysis.sim import schedulers as sim_schedulers
+from tapelens.analysis.sim.inputs import pass_timer, prepare, read_timer
+from tapelens.analysis.sim.simulator import (
+    Fault,
+    Library,
+    RetryPolicy,
+    SimConfig,
+    SimResult,
+    scattered_requests,
+    simulate,
+)
+from tapelens.analysis.sim.state import POOL, DriveState
+from tapelens.analysis.throughput.model import default_params
+
+PARAMS = default_params()
+LIBRARY = Library.from_counts({"LTO-8": 3, "LTO-9": 1}, robots=2)
+
+
+def recall(seed: int, tapes: int = 12) -> pl.DataFrame:
+    """Tapes of both media, aggregates (repeated positions), byte addresses on some tapes,
+    three requesters submitting over time."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for t in range(tapes):
+        n = int(rng.integers(20, 120))
+        suffix, media = ("L7", "LTO-7") if t % 3 else ("L8", "LTO-8")
+        positions = np.sort(rng.integers(1, 600, n))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "volume": f"V{t:04d}{suffix}",
+                    "media_type": media,
+                    "position": positions,
+                    "offset_bytes": (np.arange(n) * 10**8) if t % 4 else [None] * n,
+                    "start_bytes": positions * 3 * 10**9 if t % 5 == 0 else [None] * n,
+                    "size_bytes": rng.integers(10**6, 4 * 10**9, n),
+                    "requester": rng.choice(["a", "b", "c"], n),
+                    "submit_s": np.where(rng.random(n) < 0.5, 0.0, rng.exponential(2000.0, n)),
+                },
+                schema_overrides={"offset_bytes": pl.Int64, "start_bytes": pl.Int64},
+            )
+        )
+    return (
+        pl.concat(frames)
+        .with_row_index("i")
+        .with_columns(pl.format("/f{}", "i").alias("path"))
+        .drop("i")
+        .sample(fraction=1.0, shuffle=True, seed=seed)
+    )
+
+
+def run(requests: pl.DataFrame, **config: Any) -> SimResult:
+    return simulate(requests, LIBRARY, PARAMS, SimConfig(**config), np.random.default_rng(3))
+
+
+def assert_same(a: SimResult, b: SimResult) -> None:
+    assert a.summary == b.summary
+    assert a.events.equals(b.events)
+    assert a.requests.equals(b.requests)
+
+
+CONFIGS = [
+    {},
+    {"policy": "by-demand", "window": 40},
+    {"policy": "equal", "window": 25},
+    {"scheduler": "fifo"},
+    {
+        "window": 60,
+        "faults": (Fault("drive", 3000.0, 4000.0, "LTO-8#2"), Fault("network", 5000.0, 3000.0)),
+        "retry": RetryPolicy("immediate"),
+    },
+]
+
+
+def test_list_read_times_equal_read_by_read_ones() -> None:
+    p = prepare(recall(1), PARAMS, [])
+    read_s, times = read_timer(p), pass_timer(p)
+    rng = np.random.default_rng(0)
+    for t in range(len(p.volumes)):
+        on_tape = [r for r in range(len(p.tape)) if p.tape[r] == t]
+        for w in (on_tape, [int(r) for r in rng.permutation(on_tape)]):
+            got = times(w, 2)
+            assert got[:2] == [0.0, 0.0]
+            assert got[2:] == [read_s(w[k - 1], w[k]) for k in range(2, len(w))]
+    mixed = [int(r) for r in rng.permutation(len(p.tape))[:200]]  # across tapes too
+    assert times(mixed, 1)[1:] == [read_s(mixed[k - 1], mixed[k]) for k in range(1, 200)]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_list_read_times_leave_results_unchanged(
+    config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = recall(2)
+    monkeypatch.setattr(sim_engine, "PASS_MIN_READS", 10**9)  # every read timed alone
+    alone = run(requests, **config)
+    monkeypatch.setattr(sim_engine, "PASS_MIN_READS", 2)  # nearly every list at once
+    assert_same(run(requests, **config), alone)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_batches_placed_at_once_leave_results_unchanged(
+    config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = recall(3)
+    monkeypatch.setattr(sim_admit, "BULK_MIN_REQUESTS", 10**9)  # one by one, via the backlog
+    one_by_one = run(requests, **config)
+    monkeypatch.setattr(sim_admit, "BULK_MIN_REQUESTS", 1)
+    assert_same(run(requests, **config), one_by_one)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("flag", ["repeats", "count_bytes"])
+def test_skipped_checks_leave_results_unchanged(
+    config: dict[str, Any], flag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """repeats: every backlog and queue entry checked from the start; count_bytes: pooled
+    bytes summed whatever the policy (no file of these is empty: left to itself, a run
+    would not)."""
+    requests = recall(4)
+    shortcut = run(requests, **config)
+    init = sim_engine.Engine.__init__
+
+    def checking_all(self: sim_engine.Engine, *args: Any) -> None:
+        init(self, *args)
+        setattr(self, flag, True)
+
+    monkeypatch.setattr(sim_engine.Engine, "__init__", checking_all)
+    assert_same(run(requests, **config), shortcut)
+
+
+def most_demanded_by_scan(e: sim_engine.Engine, drv: DriveState) -> int:
+    """By-demand as a pass over every tape: the most pooled bytes, the lowest index first."""
+    best_t, best_b = -1, 0
+    for t, b in enumerate(e.pool_bytes):
+        if b > best_b and sim_schedulers.usable(e, drv, t):
+            best_t, best_b = t, b
+    return best_t
+
+
+@pytest.mark.parametrize("window", [None, 30])
+def test_by_demand_heap_picks_what_a_scan_picks(
+    window: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = pl.concat(
+        [
+            scattered_requests(np.random.default_rng(5), 40, 25, 200, requester="x"),
+            recall(5, tapes=6).select(
+                "volume", "media_type", "position", "size_bytes", "requester", "submit_s", "path"
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    heap = run(requests, policy="by-demand", window=window)
+    monkeypatch.setattr(sim_schedulers, "most_demanded", most_demanded_by_scan)
+    assert_same(run(requests, policy="by-demand", window=window), heap)
+
+
+def test_batch_placement_matches_admission_one_by_one() -> None:
+    """The state place_new() leaves is what admit() leaves, entry for entry (pending lists
+    as sets: their order is never read)."""
+    p = prepare(recall(6), PARAMS, [d.name for d in LIBRARY.drives])
+    readable = [[True] * len(p.media) for _ in LIBRARY.drives]
+    batch = [int(r) for r in np.random.default_rng(6).permutation(len(p.tape))]
+    engines = []
+    for bulk in (False, True):
+        e = sim_engine.Engine(p, LIBRARY, readable, SimConfig(), np.random.default_rng(0))
+        for r in batch:
+            e.gen[r] = 1
+            e.st[r] = sim_engine.BACKLOG
+        if bulk:
+            assert sim_admit.place_new(e, batch, 5.0)
+        else:
+            e.backlog.extend(e.n + r for r in batch)
+            e.idle.clear()  # no drive acts: the placement alone
+            e.admit(5.0)
+        engines.append(e)
+    one, bulk = engines
+    assert bulk.st == one.st and all(s == POOL for s in bulk.st)
+    assert bulk.adm == one.adm and bulk.admit_s == one.admit_s
+    assert (bulk.adm_next, bulk.window_used) == (one.adm_next, one.window_used)
+    assert [sorted(x) for x in bulk.pending] == [sorted(x) for x in one.pending]
+    assert bulk.queues == one.queues
+
+
+def test_shared_values_are_equal_and_one_object_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = [10**6 + x for x in (3, 1, 3, 2, 1)] + [0.5 + x for x in (1, 1)]
+    got = sim_inputs.shared(values)
+    assert got == values
+    assert got[0] is got[2] and got[1] is got[4] and got[5] is got[6]
+    requests = recall(7)
+    with_shared = run(requests)
+    monkeypatch.setattr(sim_inputs, "shared", lambda v: v)
+    assert_same(run(requests), with_shared)
