@@ -1,4 +1,4 @@
-"""dbt models benchmark: `tapelens models build` (full, then incremental after one more
+"""dbt models benchmark: `tapelens marts build` (full, then incremental after one more
 catalog) against the limit measured in the same run: one hand-written SQL statement computing
 fct_dataset_tape_gaps from the same rows.
 
@@ -172,7 +172,7 @@ def timed_sql(dsn: str, statement: str) -> float:
 
 
 def models_build(dsn: str, home: Path, *extra: str) -> float:
-    argv = [TAPELENS, "--dsn", dsn, "--home", str(home), "models", "build", *extra]
+    argv = [TAPELENS, "--dsn", dsn, "--home", str(home), "marts", "build", *extra]
     return measure(argv).seconds
 
 
@@ -208,9 +208,9 @@ def steps_table(seconds: dict[str, float], new: str) -> str:
     """The build table: the rows of the steps that ran, each against the hand SQL if it ran."""
     labels = {
         "hand": "hand-written SQL, fct_dataset_tape_gaps alone (the limit)",
-        "full": "`models build --full-refresh`, the 19 models",
-        "incremental": f"`models build`, incremental, after one {new} catalog",
-        "tested": "`models build --full-refresh`, with data and unit tests",
+        "full": "`marts build --full-refresh`, the 19 models",
+        "incremental": f"`marts build`, incremental, after one {new} catalog",
+        "tested": "`marts build --full-refresh`, with data and unit tests",
     }
     hand_s = seconds.get("hand")
     lines = ["| step | seconds | vs hand SQL |", "|---|---:|---:|"]

@@ -67,7 +67,7 @@ def prepare_reader(dsn: str, password: str, host: str | None = None) -> ReaderCo
         if not marts or not marts[0]:
             raise DatabaseError(
                 f"the database at {redact(dsn)} has no {MARTS_SCHEMA} schema; "
-                "run: tapelens models build"
+                "run: tapelens marts build"
             )
         try:
             with conn.transaction():

@@ -4,7 +4,7 @@ These figures seed `tapelens.media_types` (migration 002) and are the throughput
 parameters before calibration. LTO-7 timings are the BNL figures quoted in docs/domain.md; native
 rates and capacities are the LTO Consortium and vendor (IBM TS11x0, Oracle T10000D) uncompressed
 specs; the other timings are rounded vendor datasheet values (load/unload, average locate, average
-rewind) and are meant to be replaced by `tapelens model calibrate`.
+rewind) and are meant to be replaced by `tapelens throughput calibrate`.
 """
 
 from __future__ import annotations

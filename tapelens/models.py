@@ -220,7 +220,7 @@ def build(
         if more > 0:
             named += f"; and {more} more"
         raise ModelBuildError(
-            f"models build failed ({summary.models_built} models built, "
+            f"marts build failed ({summary.models_built} models built, "
             f"{summary.tests_passed} tests passed, {summary.tests_failed} failed): {named}",
             log_path,
         )

@@ -117,7 +117,7 @@ def _require_marts(conn: psycopg.Connection) -> None:
         (MARTS,),
     )
     if int(rows[0][0]) < 2:
-        raise InputError("the marts are missing: run `tapelens models build` first")
+        raise InputError("the marts are missing: run `tapelens marts build` first")
 
 
 def _frame(conn: psycopg.Connection, query: sql.Composable, names: list[str]) -> pl.DataFrame:

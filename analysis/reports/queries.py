@@ -1,6 +1,6 @@
 """Gap, duplicate, tape, occupancy and rate reports over the dbt marts.
 
-Each report is a query over tapelens_marts (built by `tapelens models build`) returning a frame;
+Each report is a query over tapelens_marts (built by `tapelens marts build`) returning a frame;
 figures that need the published conventions (mu, sigma, sem of read-through posdiff) come from
 the marts' sums, so a report never re-derives them differently.
 """

@@ -54,7 +54,7 @@ __all__ = [
 
 # Below this many mounts the mount and dismount times keep their defaults.
 MIN_FIT_MOUNTS = 5
-# Defaults of `tapelens model calibrate`: a fit on less data than this does not replace stored
+# Defaults of `tapelens throughput calibrate`: a fit on less data than this does not replace stored
 # parameters unless forced.
 DEFAULT_MIN_READS = 200
 DEFAULT_MIN_MOUNTS = 20

@@ -56,7 +56,7 @@ def read_columns(conn: psycopg.Connection) -> dict[str, str]:
     }
     if not have:
         raise DatabaseError(
-            f"{schema}.{table} does not exist: build the models first (tapelens models build)"
+            f"{schema}.{table} does not exist: build the models first (tapelens marts build)"
         )
     found = {}
     for name, aliases in READ_COLUMNS.items():

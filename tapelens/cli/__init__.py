@@ -25,9 +25,9 @@ from tapelens.settings import BY_NAME
 MODULES: dict[str, tuple[str, ...]] = {
     "db": ("db",),
     "ingest": ("ingest",),
-    "models": ("models",),
+    "marts": ("marts",),
     "report": ("report",),
-    "model": ("model",),
+    "throughput": ("throughput",),
     "predict": ("predict",),
     "plan": ("plan", "plan_repack", "plan_dedup"),
     "simulate": ("simulate",),
@@ -36,6 +36,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "demo": ("demo", "synth"),
 }
 HELPERS = ("common", "groups", "output")  # shared by the command modules, no commands
+# Former names, still understood but no longer listed: `models` and `model` read too much alike.
+ALIASES = {"models": "marts", "model": "throughput"}
 
 
 class LazyGroup(click.Group):
@@ -45,6 +47,7 @@ class LazyGroup(click.Group):
         return sorted(set(MODULES) | set(self.commands))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd_name = ALIASES.get(cmd_name, cmd_name)
         for name in MODULES.get(cmd_name, ()):
             module = importlib.import_module(f"{__name__}.{name}")
             top = getattr(module, "group", None)

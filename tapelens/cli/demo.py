@@ -67,12 +67,12 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
         ],
     )
     _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
-    _step("models", [*common, "models", "build"])
+    _step("marts", [*common, "marts", "build"])
     _step("gap report", [*common, "report", "gaps", "--by", "type"])
     _step("top duplicates", [*common, "report", "duplicates", "--limit", "5", "--format", "csv"])
-    _step("calibrate", [*common, "model", "calibrate", "--min-reads", "50", "--min-mounts", "5"])
-    _step("parameters", [*common, "model", "show"])
-    _step("validation", [*common, "model", "validate"])
+    _step("calibrate", [*common, "throughput", "calibrate", "--min-reads", "50", "--min-mounts", "5"])
+    _step("parameters", [*common, "throughput", "show"])
+    _step("validation", [*common, "throughput", "validate"])
     scattered = read_frame(
         dsn,
         "select dataset from tapelens_marts.dim_datasets order by tapes_used desc, dataset limit 3",

@@ -11,9 +11,9 @@ def _group(name: str, help_text: str) -> click.Group:
 
 GROUPS: list[click.Group] = [
     _group("ingest", "Load catalogs, transfer logs, mount logs and tape inventories."),
-    _group("models", "Build the dbt models (gaps, duplicates, occupancy, rates)."),
+    _group("marts", "Build the marts: the dbt models of gaps, duplicates, occupancy and rates."),
     _group("report", "Gap, duplicate, tape, occupancy and rate reports."),
-    _group("model", "The throughput model: calibrate, show, validate."),
+    _group("throughput", "The throughput model: calibrate it on the site's logs, show, validate."),
     _group("predict", "Predicted recall time and rate per dataset."),
     _group("plan", "Recall plans: plan a recall, compare a saved plan with what happened."),
     _group("dashboards", "Superset dashboards: serve, deploy, export."),

@@ -90,7 +90,7 @@ def repack(
     aggregates. For each: the predicted recall of the affected datasets now and after the
     repack (throughput model), the repack's cost in drive hours (read + write), tapes freed
     and consumed, the payback in recalls, and net_gain_h = recalls per year x horizon x drive
-    hours saved per recall - cost. Needs the marts (`tapelens models build`).
+    hours saved per recall - cost. Needs the marts (`tapelens marts build`).
 
     \b
     Example:

@@ -65,7 +65,7 @@ def _make(name: str) -> None:
             frame = read_frame(app.dsn(), query, params)
         except DatabaseError as exc:
             if "does not exist" in str(exc):
-                raise DatabaseError(f"{exc} (run: tapelens models build)") from None
+                raise DatabaseError(f"{exc} (run: tapelens marts build)") from None
             raise
         emit(frame, fmt, output)
         if plot:

@@ -55,5 +55,5 @@ def test_export_without_a_local_server(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_reader_needs_the_marts(dsn: str) -> None:
-    with pytest.raises(DatabaseError, match="run: tapelens models build"):
+    with pytest.raises(DatabaseError, match="run: tapelens marts build"):
         prepare_reader(dsn, "unused-password")

@@ -1,4 +1,4 @@
-"""`tapelens models build` from the command line, and the failures a user meets."""
+"""`tapelens marts build` from the command line, and the failures a user meets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from psycopg import conninfo
 
 from tapelens.cli import cli, main
-from tapelens.cli.models import _parse_vars
+from tapelens.cli.marts import _parse_vars
 from tapelens.errors import DatabaseError
 from tapelens.models import build, dbt_args
 from tests.fixtures.marts import reset
@@ -26,7 +26,7 @@ def test_vars_are_typed() -> None:
         "small_file_bytes": 5,
         "main_tapes_share": 0.8,
     }
-    result = CliRunner().invoke(cli, ["--dsn", "postgresql:///x", "models", "build", "--var", "x"])
+    result = CliRunner().invoke(cli, ["--dsn", "postgresql:///x", "marts", "build", "--var", "x"])
     assert result.exit_code == 2
     assert "expected key=value" in result.stderr
 
@@ -48,7 +48,7 @@ def test_unmigrated_database_is_refused(empty_dsn: str, tmp_path: Path) -> None:
 def test_cli_build_prints_a_summary(models_dsn: str, dbt_home: Path) -> None:
     reset(models_dsn)
     result = CliRunner().invoke(
-        cli, ["--dsn", models_dsn, "--home", str(dbt_home), "models", "build", "-s", "stg_tapes"]
+        cli, ["--dsn", models_dsn, "--home", str(dbt_home), "marts", "build", "-s", "stg_tapes"]
     )
     assert result.exit_code == 0, result.output
     assert "models built: 1  tests passed: 2  tests failed: 0" in result.stderr
@@ -83,7 +83,7 @@ def test_failing_model_is_one_line_naming_it(
             conn.execute("alter table tapelens.drives_elsewhere rename to drives")
     assert exited.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("tapelens: error: models build failed")
+    assert err[-1].startswith("tapelens: error: marts build failed")
     assert "model stg_drives" in err[-1] and "does not exist" in err[-1]
     assert "Traceback" not in "\n".join(err)
     assert secret not in "\n".join(err)

@@ -35,3 +35,14 @@ def test_starting_the_cli_does_not_import_heavy_libraries() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_former_group_names_still_work_but_are_not_listed() -> None:
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["--help"]).output
+    assert "marts" in listed and "throughput" in listed
+    for old, new in (("models", "marts"), ("model", "throughput")):
+        assert f"\n  {old} " not in listed
+        result = runner.invoke(cli, [old, "--help"])
+        assert result.exit_code == 0, result.output
+        assert result.output == runner.invoke(cli, [new, "--help"]).output.replace(new, old, 1)

@@ -149,7 +149,7 @@ def test_observed_reads_carry_byte_addresses_from_the_catalog(site_dsn: str) -> 
 
 
 def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> None:
-    code, out, err, exc = run(site_dsn, "model", "calibrate", "--min-reads", "100")
+    code, out, err, exc = run(site_dsn, "throughput", "calibrate", "--min-reads", "100")
     assert exc is None and code == 0, err
     assert "LTO-8" in out and "fit 1: n=288" in out
     with psycopg.connect(site_dsn) as conn:
@@ -161,7 +161,7 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
     assert fit.params.mount_s == pytest.approx(TRUE.mount_s, rel=0.01)
     assert fit.data_from is not None and fit.data_from >= T0
     plot = tmp_path / "fit.png"
-    code, out, err, exc = run(site_dsn, "model", "show", "--format", "csv", "--plot", str(plot))
+    code, out, err, exc = run(site_dsn, "throughput", "show", "--format", "csv", "--plot", str(plot))
     assert exc is None and code == 0, err
     rows = {r["media_type"]: r for r in csv.DictReader(io.StringIO(out))}
     assert rows["LTO-8"]["source"].startswith("calibrated ")
@@ -171,16 +171,16 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
 
 
 def test_thin_data_is_refused_unless_forced(site_dsn: str) -> None:
-    code, _, err, exc = run(site_dsn, "model", "calibrate")  # default: 200 reads, 20 mounts
+    code, _, err, exc = run(site_dsn, "throughput", "calibrate")  # default: 200 reads, 20 mounts
     assert exc is None and code == 0, err
     since = (T0 + timedelta(hours=4 * 20)).strftime("%Y-%m-%d %H:%M:%S")
-    code, out, err, exc = run(site_dsn, "model", "calibrate", "--since", since)
+    code, out, err, exc = run(site_dsn, "throughput", "calibrate", "--since", since)
     assert isinstance(exc, TapelensError) and "no parameters stored" in str(exc)
     assert "reads (need 200)" in err and "mounts (need 20)" in err
     assert "keeping the parameters calibrated" in err and "--force" in err
     with psycopg.connect(site_dsn) as conn:
         assert [f.n_reads for f in store.fits(conn)] == [288]
-    code, out, err, exc = run(site_dsn, "model", "calibrate", "--since", since, "--force")
+    code, out, err, exc = run(site_dsn, "throughput", "calibrate", "--since", since, "--force")
     assert exc is None and code == 0, err
     with psycopg.connect(site_dsn) as conn:
         current = store.fits(conn)
@@ -190,7 +190,7 @@ def test_thin_data_is_refused_unless_forced(site_dsn: str) -> None:
 
 
 def test_validate_prints_errors_by_gap_class(site_dsn: str) -> None:
-    code, out, err, exc = run(site_dsn, "model", "validate", "--format", "json")
+    code, out, err, exc = run(site_dsn, "throughput", "validate", "--format", "json")
     assert exc is None and code == 0, err
     rows = json.loads(out)
     classes = [r["gap_class"] for r in rows]
@@ -220,9 +220,9 @@ def test_save_fit_keeps_one_current_row_per_media(dsn: str) -> None:
 
 
 def test_missing_mart_says_what_to_do(dsn: str) -> None:
-    code, _, _, exc = run(dsn, "model", "calibrate")
+    code, _, _, exc = run(dsn, "throughput", "calibrate")
     assert isinstance(exc, DatabaseError)
-    assert "tapelens models build" in str(exc)
+    assert "tapelens marts build" in str(exc)
 
 
 def test_predict_datasets_prices_the_placement(dsn: str) -> None:

@@ -21,7 +21,7 @@ from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import TapelensError
 
-model = BY_NAME["model"]
+throughput = BY_NAME["throughput"]
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 PLOT_SAMPLE_READS = 50_000  # reads drawn in --plot (a sample keeps the figure readable)
 
@@ -53,7 +53,7 @@ def params_table(rows: dict[str, tuple[ModelParams, str]]) -> pl.DataFrame:
     )
 
 
-@model.command("calibrate")
+@throughput.command("calibrate")
 @click.option("--media", multiple=True, metavar="TYPE", help="Only this media type (repeatable).")
 @click.option("--since", type=click.DateTime(TIME_FORMATS), help="Reads from this time (UTC).")
 @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Reads before this time (UTC).")
@@ -84,13 +84,13 @@ def calibrate_cmd(
 ) -> None:
     """Fit the throughput model per media type to the site's reads and mounts, and store it.
 
-    Reads come from tapelens_marts.fct_transfer_rates (run `tapelens models build` first),
+    Reads come from tapelens_marts.fct_transfer_rates (run `tapelens marts build` first),
     mounts from tapelens.mounts. A fit on fewer than --min-reads reads or --min-mounts mounts
     keeps the parameters in use, saying why.
 
     \b
     Example:
-        tapelens model calibrate --since 2024-01-01 --media LTO-8
+        tapelens throughput calibrate --since 2024-01-01 --media LTO-8
     """
     with connection(app.dsn(), autocommit=True) as conn:
         done = store.calibrate_and_store(
@@ -133,7 +133,7 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-@model.command("show")
+@throughput.command("show")
 @click.option("--media", multiple=True, metavar="TYPE", help="Only this media type (repeatable).")
 @click.option(
     "--plot",
@@ -147,7 +147,7 @@ def show(app: App, media: tuple[str, ...], plot: str | None, fmt: str, output: s
 
     \b
     Example:
-        tapelens model show --media LTO-8 --plot lto8-fit.png
+        tapelens throughput show --media LTO-8 --plot lto8-fit.png
     """
     with connection(app.dsn()) as conn:
         in_use = store.params_in_use(conn)
@@ -171,7 +171,7 @@ def show(app: App, media: tuple[str, ...], plot: str | None, fmt: str, output: s
         click.echo(f"wrote {plot} ({prepared.height} reads)", err=True)
 
 
-@model.command("validate")
+@throughput.command("validate")
 @click.option(
     "--holdout",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -198,7 +198,7 @@ def validate_cmd(
 
     \b
     Example:
-        tapelens model validate --holdout 0.25
+        tapelens throughput validate --holdout 0.25
     """
     with connection(app.dsn()) as conn:
         reads = store.read_observed_reads(conn, since=_utc(since), media=media or None)

@@ -1,4 +1,4 @@
-"""`tapelens models build`: the dbt marts (gaps, duplicates, occupancy, rates)."""
+"""`tapelens marts build`: the dbt marts (gaps, duplicates, occupancy, rates)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.models import MARTS_SCHEMA, build
 
-models = BY_NAME["models"]
+marts = BY_NAME["marts"]
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
     return parsed
 
 
-@models.command("build")
+@marts.command("build")
 @click.option(
     "--select",
     "-s",
@@ -65,7 +65,7 @@ def build_cmd(
 
     \b
     Example:
-        tapelens models build --var cutover_date=2020-10-01
+        tapelens marts build --var cutover_date=2020-10-01
     """
     dsn = app.dsn()
     click.echo(f"tapelens: building the dbt models into {MARTS_SCHEMA}", err=True)
