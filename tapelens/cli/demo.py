@@ -70,7 +70,8 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     _step("marts", [*common, "marts", "build"])
     _step("gap report", [*common, "report", "gaps", "--by", "type"])
     _step("top duplicates", [*common, "report", "duplicates", "--limit", "5", "--format", "csv"])
-    _step("calibrate", [*common, "throughput", "calibrate", "--min-reads", "50", "--min-mounts", "5"])
+    fit = ["throughput", "calibrate", "--min-reads", "50", "--min-mounts", "5"]
+    _step("calibrate", [*common, *fit])
     _step("parameters", [*common, "throughput", "show"])
     _step("validation", [*common, "throughput", "validate"])
     scattered = read_frame(

@@ -161,7 +161,8 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
     assert fit.params.mount_s == pytest.approx(TRUE.mount_s, rel=0.01)
     assert fit.data_from is not None and fit.data_from >= T0
     plot = tmp_path / "fit.png"
-    code, out, err, exc = run(site_dsn, "throughput", "show", "--format", "csv", "--plot", str(plot))
+    show = ("throughput", "show", "--format", "csv", "--plot", str(plot))
+    code, out, err, exc = run(site_dsn, *show)
     assert exc is None and code == 0, err
     rows = {r["media_type"]: r for r in csv.DictReader(io.StringIO(out))}
     assert rows["LTO-8"]["source"].startswith("calibrated ")
