@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tapelens.world.params import SiteParams
+from tapelens.world.params import SiteParams, drives_per_pool
 from tapelens.world.timeline import Timeline, epoch_s
 
 if TYPE_CHECKING:
@@ -91,9 +91,6 @@ def choose_scattered(
     k = min(p.scattered_datasets, n_ds)
     if k == 0:
         return chosen
-    # Imported here: the write path imports this module for its outages.
-    from tapelens.world.writepath import drives_per_pool
-
     medians = dict(p.sizes)
     type_alone = np.array(
         [

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+import numpy as np
+
 from tapelens.errors import ConfigError
 from tapelens.media import BY_NAME as MEDIA
 
@@ -267,3 +269,16 @@ def _validate(p: SiteParams) -> None:
         raise bad("ack_outage_loss", "must be in (0, 1]")
     if p.chunk_rows < 1_000:
         raise bad("chunk_rows", "must be at least 1000")
+
+
+def drives_per_pool(p: SiteParams) -> np.ndarray:
+    """Write drives of each pool: one each, the rest in proportion to the pool's share."""
+    shares = np.array([s for _, s in p.experiments], dtype=float)
+    n = len(shares)
+    extra = p.write_drives - n
+    exact = extra * shares / shares.sum()
+    out = np.floor(exact).astype(np.int64)
+    rest = extra - int(out.sum())
+    if rest:
+        out[np.argsort(-(exact - out), kind="stable")[:rest]] += 1
+    return out + 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tapelens.world import anomalies
-from tapelens.world.params import SiteParams
+from tapelens.world.params import SiteParams, drives_per_pool
 from tapelens.world.site import Site
 from tapelens.world.timeline import Timeline, epoch_s
 
@@ -60,19 +60,6 @@ class Objects:
     batch: np.ndarray  # int32
     size: np.ndarray  # int64 bytes
     members: np.ndarray  # int16, 0 for a file alone
-
-
-def drives_per_pool(p: SiteParams) -> np.ndarray:
-    """Write drives of each pool: one each, the rest in proportion to the pool's share."""
-    shares = np.array([s for _, s in p.experiments], dtype=float)
-    n = len(shares)
-    extra = p.write_drives - n
-    exact = extra * shares / shares.sum()
-    out = np.floor(exact).astype(np.int64)
-    rest = extra - int(out.sum())
-    if rest:
-        out[np.argsort(-(exact - out), kind="stable")[:rest]] += 1
-    return out + 1
 
 
 def migration_batches(p: SiteParams, site: Site, timeline: Timeline) -> tuple[Batches, np.ndarray]:

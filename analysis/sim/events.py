@@ -32,14 +32,14 @@ import numpy as np
 from tapelens.analysis.sim import admit as admission
 from tapelens.analysis.sim import faults
 from tapelens.analysis.sim import schedulers as sched
-from tapelens.analysis.sim.inputs import Prepared, pass_timer, read_timer
-from tapelens.analysis.sim.results import build_result
-from tapelens.analysis.sim.simulator import (
+from tapelens.analysis.sim.config import (
     EventKind,
     Library,
     SimConfig,
     SimResult,
 )
+from tapelens.analysis.sim.inputs import Prepared, pass_timer, read_timer
+from tapelens.analysis.sim.results import build_result
 from tapelens.analysis.sim.state import (
     ARRIVE,
     ASSIGNED,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tapelens.analysis.sim.simulator import EventKind, Fault
+from tapelens.analysis.sim.config import EventKind, Fault
 from tapelens.analysis.sim.state import (
     BACKLOG,
     CYCLE,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tapelens.analysis.sim.simulator import Library
+from tapelens.analysis.sim.config import Library
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from tapelens.analysis.sim.simulator import (
+from tapelens.analysis.sim.config import (
     EVENT_NAMES,
     EVENTS_SCHEMA,
     EventKind,

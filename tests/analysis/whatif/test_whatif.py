@@ -22,9 +22,8 @@ from tapelens.analysis.whatif.stats import summarise
 from tapelens.cli import cli
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.world import generate, site_params
-from tapelens.world.params import SiteParams
+from tapelens.world.params import SiteParams, drives_per_pool
 from tapelens.world.timeline import epoch_s
-from tapelens.world.writepath import drives_per_pool
 from tests.fixtures.generated_site import load_site
 
 FILES = 40_000
