@@ -26,9 +26,8 @@ import polars as pl
 from tapelens.analysis.recall.requests import UNREADABLE_STATES
 from tapelens.errors import InputError
 
-# Tape states a copy cannot be read from: the planner's (requests.UNREADABLE_STATES) plus the
-# 'unavailable' some tape systems report for a cartridge outside the library.
-UNREADABLE_TAPE_STATES = (*UNREADABLE_STATES, "unavailable")
+# Tape states a copy cannot be read from: the planner's (requests.UNREADABLE_STATES).
+UNREADABLE_TAPE_STATES = UNREADABLE_STATES
 
 REQUIRED_COLUMNS = (
     "file_id",

@@ -23,14 +23,15 @@ import numpy as np
 import polars as pl
 
 from tapelens.errors import ParseError
-from tapelens.ingest.formats.base import LineReader
+from tapelens.tape_states import NOT_RECALLABLE
+from tapelens.textfiles import LineReader
 
 KEY_COLUMNS = ("path", "file_id", "dataset")
 OPTIONAL_COLUMNS = ("requester", "group", "priority", "submitted_at")
 DEFAULT_REQUESTER = "default"
 DEFAULT_GROUP = "default"
-# Tape states whose copies cannot be recalled (ingest/schema/001_core.sql lists the states).
-UNREADABLE_STATES = ("disabled", "repacked")
+# Tape states whose copies cannot be recalled now (the vocabulary: tapelens.tape_states).
+UNREADABLE_STATES = NOT_RECALLABLE
 UNKNOWN_MEDIA = "unknown"
 
 REQUESTS: dict[str, pl.DataType] = {

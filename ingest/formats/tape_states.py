@@ -24,22 +24,9 @@ from __future__ import annotations
 
 import re
 
-STATES = (
-    "empty",
-    "filling",
-    "full",
-    "readonly",
-    "disabled",
-    "repacking",
-    "repacked",
-    "broken",
-    "exported",
-    "unavailable",
-    "destroyed",
-    "unknown",
-)
-# States whose copies cannot be read back at all.
-UNREADABLE = ("broken", "exported", "unavailable", "destroyed")
+from tapelens.tape_states import STATES, UNREADABLE
+
+__all__ = ["STATES", "UNREADABLE", "any_state", "cta_state", "is_full", "tsm_state"]
 
 _CTA = {
     "DISABLED": "disabled",

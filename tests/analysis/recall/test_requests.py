@@ -145,3 +145,15 @@ def test_a_copy_under_another_name_is_found_by_either_name_once() -> None:
     assert res.wanted["file_id"].to_list() == ["f1"]
     assert res.demand.height == 2
     assert res.copies.height == 2
+
+
+@pytest.mark.parametrize("state", ["broken", "exported", "unavailable", "destroyed"])
+def test_a_copy_only_on_a_tape_that_cannot_be_read_is_unavailable(state: str) -> None:
+    # The inventory's vocabulary and the planner's refusals are one list: a file whose only
+    # copy is on a broken, exported, unavailable or destroyed tape is never planned.
+    cat = catalog(
+        [copy("f1", "T1", 1, dataset="A", tape_state=state), copy("f2", "T2", 1, dataset="A")]
+    )
+    res = resolve(parse_requests(lines("path\n/store/A/f1\n/store/A/f2\n")), cat)
+    assert dict(res.unavailable.select("file_id", "reason").iter_rows()) == {"f1": f"tape {state}"}
+    assert res.copies["file_id"].to_list() == ["f2"]
