@@ -23,12 +23,13 @@ from tapelens.analysis.recall.baselines import (
     newest_copies,
     newest_copy,
 )
-from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
+from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
 from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
 from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.engine import Policy, recall
 from tapelens.analysis.recall.requests import Resolution, resolve
-from tapelens.analysis.recall.schedule import Schedule, build_schedule
-from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+from tapelens.analysis.recall.schedule import Schedule
+from tapelens.analysis.throughput.model import MB, ModelParams
 
 
 @dataclass(frozen=True)
@@ -89,16 +90,12 @@ def plan_recall(
     copies = _with_object_size(resolution.copies, catalog).with_columns(
         pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
     )
-    choice = choose_copies(
-        _copy_costs(copies, params_by_media),
-        _tape_costs(copies, params_by_media),
-        file_col="fid",
-        tape_col="vid",
-        exact_limit=options.exact_limit,
-    )
+    policy = Policy(options.sharing, "cheapest", options.exact_limit)
+    planned = recall(copies, resolution.wanted, params_by_media, drives, readers, policy)
+    schedule, choice = planned.schedule, planned.choice
+    assert choice is not None  # the cheapest-copy rule always reports its choice
     chosen = choice.chosen.drop("cost_s")
     wanted, sharing = resolution.wanted, options.sharing
-    schedule = build_schedule(chosen, wanted, params_by_media, drives, sharing, readers)
     baselines: dict[str, BaselineResult] = {}
     if options.baselines:
         newest = newest_copies(copies)
@@ -126,49 +123,6 @@ def _with_object_size(copies: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFra
         ).alias("avg_object_bytes")
     )
     return copies.join(sizes, on="volume", how="left")
-
-
-def _copy_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
-    """Each copy's read cost once its tape is mounted: the model's time for a file read
-    straight after its neighbour (overhead and streaming); oldest copy first among equals."""
-    reads = copies.select("media_type", "size_bytes", pl.lit(1, pl.Int64).alias("gap"))
-    cost = predict_reads(reads, params)["predicted_duration_s"]
-    return copies.with_columns(cost.alias("cost_s")).sort(
-        ["written_at", "copy_no"], nulls_last=True, maintain_order=True
-    )
-
-
-def _tape_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
-    """What opening a tape costs: mount, an average first locate (to mid-tape), dismount."""
-    tapes = copies.select("vid", "media_type").unique("vid")
-    media = tapes["media_type"].unique().to_list()
-    if not media:
-        return tapes.select("vid", pl.lit(0.0).alias("open_s"))
-    mid = pl.DataFrame(
-        {
-            "media_type": media,
-            "gap": [None] * len(media),
-            "size_bytes": [0] * len(media),
-            "start_bytes": [params[m].capacity_bytes // 2 for m in media],
-        },
-        schema={
-            "media_type": pl.String(),
-            "gap": pl.Int64(),
-            "size_bytes": pl.Int64(),
-            "start_bytes": pl.Int64(),
-        },
-    )
-    first = predict_reads(mid, params).select(
-        "media_type",
-        (
-            pl.col("predicted_positioning_s")
-            + pl.col("media_type").replace_strict(
-                {m: params[m].mount_s + params[m].dismount_s for m in media},
-                return_dtype=pl.Float64,
-            )
-        ).alias("open_s"),
-    )
-    return tapes.join(first, on="media_type").select("vid", "open_s")
 
 
 def requester_completion(demand: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:

@@ -42,7 +42,8 @@ class Schedule:
 
     files: pl.DataFrame  # PLAN_COLUMNS, the model's breakdown and the owner's rank columns
     tapes: pl.DataFrame  # per mount: breakdown, owner, drive, start_s, end_s, mount_order
-    timeline: pl.DataFrame  # drive, volume, event (mount | read | unmount), start_s, end_s
+    # drive, volume, event (mount | position | read | rewind | dismount), start_s, end_s
+    timeline: pl.DataFrame
 
     @property
     def makespan_s(self) -> float:
@@ -105,7 +106,7 @@ def build_schedule(
     extra = chosen.select([c for c in chosen.columns if c not in files.columns])
     files = pl.concat([files.drop("chosen_row"), extra[files["chosen_row"]]], how="horizontal")
     files = files.select(*PLAN_COLUMNS, *[c for c in files.columns if c not in PLAN_COLUMNS])
-    return Schedule(files, placed, _timeline(placed))
+    return Schedule(files, placed, _timeline(placed, files))
 
 
 def _in_tape_order(files: pl.DataFrame) -> pl.DataFrame:
@@ -153,16 +154,27 @@ def _owners(timed: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _timeline(tapes: pl.DataFrame) -> pl.DataFrame:
-    """Per drive, each mount as three events: mount, reads, unmount."""
-    unmount_at = pl.col("end_s") - pl.col("rewind_s") - pl.col("unload_s")
+def _timeline(tapes: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
+    """Per drive, each mount as its events: mount (robot and load), position (the locate to the
+    first wanted file), read (from there to the end of the last read, locates between files
+    included), rewind and dismount (unload and robot)."""
+    reads = files.group_by("vid").agg(
+        pl.col("positioning_s").sort_by("start_s").first().alias("_first_locate_s"),
+        pl.col("end_s").max().alias("_last_end_s"),
+    )
+    t = tapes.join(reads, on="vid", how="left")
+    mounted = pl.col("start_s") + pl.col("mount_s")
+    located = mounted + pl.col("_first_locate_s")
+    rewound = pl.col("_last_end_s") + pl.col("rewind_s")
     events = [
-        ("mount", pl.col("start_s"), pl.col("start_s") + pl.col("mount_s")),
-        ("read", pl.col("start_s") + pl.col("mount_s"), unmount_at),
-        ("unmount", unmount_at, pl.col("end_s")),
+        ("mount", pl.col("start_s"), mounted),
+        ("position", mounted, located),
+        ("read", located, pl.col("_last_end_s")),
+        ("rewind", pl.col("_last_end_s"), rewound),
+        ("dismount", rewound, pl.col("end_s")),
     ]
     parts = [
-        tapes.select(
+        t.select(
             "drive",
             "volume",
             pl.lit(name).alias("event"),
@@ -171,4 +183,5 @@ def _timeline(tapes: pl.DataFrame) -> pl.DataFrame:
         )
         for name, start, end in events
     ]
-    return pl.concat(parts).sort(["drive", "start_s", "end_s"])
+    order = pl.col("event").replace_strict({name: i for i, (name, _, _) in enumerate(events)})
+    return pl.concat(parts).sort(["drive", "start_s", order])

@@ -68,10 +68,23 @@ def test_every_file_read_once_and_drive_timelines_never_overlap() -> None:
     for _, events in plan.schedule.timeline.group_by("drive"):
         ordered = events.sort("start_s")
         assert (ordered["start_s"].shift(-1).drop_nulls() >= ordered["end_s"][:-1] - 1e-9).all()
-    windows = plan.schedule.timeline.filter(pl.col("event") == "read")
-    within = plan.files.join(windows, on=["drive", "volume"], suffix="_read")
-    assert (within["start_s"] >= within["start_s_read"] - 1e-6).all()
-    assert (within["end_s"] <= within["end_s_read"] + 1e-6).all()
+    # Every read lies between the end of the mount and the start of the rewind, and a mount's
+    # events follow each other: mount, position, read, rewind, dismount.
+    events = plan.schedule.timeline
+    per_mount = events.group_by("drive", "volume", maintain_order=True).agg(
+        pl.col("event"), pl.col("start_s").min().alias("from_s"), pl.col("end_s").max()
+    )
+    assert set(map(tuple, per_mount["event"].to_list())) == {
+        ("mount", "position", "read", "rewind", "dismount")
+    }
+    mounted = events.filter(pl.col("event") == "position").select("drive", "volume", "start_s")
+    rewound = events.filter(pl.col("event") == "rewind").select("drive", "volume", "start_s")
+    within = plan.files.join(mounted, on=["drive", "volume"], suffix="_mounted").join(
+        rewound, on=["drive", "volume"], suffix="_rewind"
+    )
+    assert (within["start_s"] >= within["start_s_mounted"] - 1e-6).all()
+    assert (within["end_s"] <= within["start_s_rewind"] + 1e-6).all()
+    assert (per_mount["end_s"] - per_mount["from_s"] > 0).all()
 
 
 def test_tapes_only_go_to_drives_that_read_them() -> None:
