@@ -1,10 +1,11 @@
 """What today's placement costs a dataset recall: predicted time now and with ideal placement.
 
-Now: the dataset's live files where they are (one copy per file: the one on the tape holding
-most of the dataset, the oldest on a tie), each tape mounted once, the tapes spread over the
-drives. Ideal: the same objects adjacent (gap 1) from the start of the fewest tapes of the
-dataset's main media type, filled to capacity. The difference is the cost of the placement.
-Pure: frames and parameters in, one row per dataset out.
+Now: the recall of the dataset's files as `plan recall` would make it, through the same engine
+(engine.py): the cheapest copies, each tape read in one pass, the tapes shared out on all the
+given drives as if the dataset were recalled alone. Ideal: the chosen copies' objects adjacent
+(gap 1) from the start of the fewest tapes of the dataset's main media type, filled to
+capacity, recalled the same way. The difference is the cost of the placement. Pure: frames and
+parameters in, one row per dataset out.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from tapelens.analysis.recall.drives import schedule_tapes
-from tapelens.analysis.throughput.model import MB, ModelParams, file_times, tape_times
+from tapelens.analysis.recall.dispatch import Sharing
+from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
+from tapelens.analysis.throughput.model import MB, ModelParams
+from tapelens.tape_states import NOT_RECALLABLE
 
 KEY = ["dataset", "volume"]
 
@@ -125,24 +129,66 @@ def recall_per_dataset(
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None,
     prefix: str,
+    sharing: Sharing | None = None,
 ) -> pl.DataFrame:
-    """Per dataset, the given copies recalled on their own copy of the drives (each tape mounted
-    once): {prefix}_tapes, {prefix}_unreadable_tapes, {prefix}_s and {prefix}_rate_mb_s."""
-    columns = ["dataset", "volume", "media_type", "position", "size_bytes"]
-    optional = [c for c in ("offset_bytes", "aggregate_id", "start_bytes") if c in files.columns]
-    timed = file_times(files.select(*columns, *optional), params_by_media, KEY)
-    tapes = tape_times(files, params_by_media, KEY, per_file=timed)
-    placed = schedule_tapes(tapes, drives, readable_by, group="dataset")
-    readable = pl.col("drive").is_not_null()
-    out = placed.group_by("dataset").agg(
-        readable.sum().alias(f"{prefix}_tapes"),
-        (~readable).sum().alias(f"{prefix}_unreadable_tapes"),
-        pl.col("end_s").max().alias(f"{prefix}_s"),
-        pl.col("bytes").filter(readable).sum().alias("_readable_bytes"),
+    """Per dataset, its files recalled alone on all the given drives by the recall engine:
+    {prefix}_tapes, {prefix}_unreadable_tapes (tapes of a media type no given drive reads, or
+    in a state that cannot be recalled now),
+    {prefix}_s and {prefix}_rate_mb_s. `files` may hold several copies of a file (file_id):
+    the engine picks among them as `plan recall` does."""
+    recalled, _ = _recall(files, drives, params_by_media, readable_by, sharing)
+    return _prefixed(recalled, prefix)
+
+
+def _prefixed(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    return frame.rename({c: f"{prefix}_{c}" for c in frame.columns if c != "dataset"})
+
+
+def _recall(
+    files: pl.DataFrame,
+    drives: Mapping[str, int],
+    params_by_media: Mapping[str, ModelParams],
+    readable_by: Mapping[str, tuple[str, ...]] | None,
+    sharing: Sharing | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per dataset: tapes, unreadable_tapes, s, rate_mb_s; and the copies the engine read."""
+    readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
+    counts = {d: n for d, n in drives.items() if n > 0}
+    readable = [m for m, kinds in readers.items() if any(counts.get(k, 0) for k in kinds)]
+    can = pl.col("media_type").is_in(readable)
+    if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
+        can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
+    unreadable = (
+        files.filter(~can)
+        .group_by("dataset")
+        .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
     )
-    return out.with_columns(
-        (pl.col("_readable_bytes") / MB / pl.col(f"{prefix}_s")).alias(f"{prefix}_rate_mb_s")
-    ).drop("_readable_bytes")
+    copies, wanted = engine_inputs(files.filter(can), group="dataset")
+    policy = Policy(sharing or Sharing())
+    done = recall(copies, wanted, params_by_media, counts, readers, policy, own_drives=True)
+    read = done.schedule.files
+    per_dataset = (
+        done.schedule.tapes.group_by("group")
+        .agg(
+            pl.len().alias("tapes"),
+            pl.col("end_s").max().alias("s"),
+            pl.col("bytes").sum().alias("_bytes"),
+        )
+        .rename({"group": "dataset"})
+        .with_columns((pl.col("_bytes") / MB / pl.col("s")).alias("rate_mb_s"))
+        .drop("_bytes")
+    )
+    datasets = files.select("dataset").unique()
+    out = (
+        datasets.join(per_dataset, on="dataset", how="left")
+        .join(unreadable, on="dataset", how="left")
+        .with_columns(
+            pl.col("tapes").fill_null(0).cast(pl.UInt32),
+            pl.col("unreadable_tapes").fill_null(0).cast(pl.UInt32),
+        )
+        .select("dataset", "tapes", "unreadable_tapes", "s", "rate_mb_s")
+    )
+    return out, read
 
 
 def predict_datasets(
@@ -150,31 +196,40 @@ def predict_datasets(
     drives: Mapping[str, int],
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None = None,
+    sharing: Sharing | None = None,
 ) -> pl.DataFrame:
     """Per dataset: files, bytes, tapes; predicted recall time and rate now and with ideal
     placement; the cost of today's placement (now_s - ideal_s) and the slowdown (now / ideal).
 
-    `files`: dataset, volume, media_type, position, size_bytes, and optionally file_id,
-    offset_bytes, aggregate_id, start_bytes, written_at, copy_no, dataset_type. Each dataset is
-    predicted as a recall of its own on all the given drives.
+    `files`: the datasets' live copies: dataset, volume, media_type, position, size_bytes, and
+    optionally file_id, path, offset_bytes, aggregate_id, start_bytes, avg_object_bytes,
+    written_at, copy_no, dataset_type. Each dataset is predicted as `plan recall` of its files
+    would plan it alone on all the given drives.
     """
     if "offset_bytes" not in files.columns:
         files = files.with_columns(offset_bytes=pl.lit(None, pl.Int64))
-    chosen = choose_copies(files)
-    first = [pl.col("dataset_type").first()] if "dataset_type" in chosen.columns else []
-    summary = chosen.group_by("dataset").agg(
-        *first,
-        pl.len().alias("files"),
-        pl.col("size_bytes").sum().alias("bytes"),
-        pl.col("media_type").mode().sort().first().alias("media_type"),
+    now, read = _recall(files, drives, params_by_media, readable_by, sharing)
+    first = [pl.col("dataset_type").first()] if "dataset_type" in files.columns else []
+    types = files.group_by("dataset").agg(*first)
+    key = "file_id" if "file_id" in files.columns else "position"
+    summary = types.join(
+        files.group_by("dataset").agg(pl.col(key).n_unique().alias("files")), on="dataset"
+    ).join(
+        read.group_by("group")
+        .agg(
+            pl.col("size_bytes").sum().alias("bytes"),
+            pl.col("media_type").mode().sort().first().alias("media_type"),
+        )
+        .rename({"group": "dataset"}),
+        on="dataset",
+        how="left",
     )
-    now = recall_per_dataset(chosen, drives, params_by_media, readable_by, "now")
-    ideal = recall_per_dataset(
-        ideal_placement(chosen, params_by_media), drives, params_by_media, readable_by, "ideal"
+    ideal, _ = _recall(
+        ideal_placement(read, params_by_media), drives, params_by_media, readable_by, sharing
     )
     return (
-        summary.join(now, on="dataset", how="left")
-        .join(ideal, on="dataset", how="left")
+        summary.join(_prefixed(now, "now"), on="dataset", how="left")
+        .join(_prefixed(ideal, "ideal"), on="dataset", how="left")
         .with_columns(
             (pl.col("now_s") - pl.col("ideal_s")).alias("placement_cost_s"),
             (pl.col("now_s") / pl.col("ideal_s")).alias("slowdown"),

@@ -87,20 +87,35 @@ def build_schedule(
     drives: Mapping[str, int],
     sharing: Sharing,
     readers: Mapping[str, tuple[str, ...]],
+    *,
+    own_drives: bool = False,
 ) -> Schedule:
-    """Time every tape's forward pass and dispatch the tapes: the plan, file by file."""
+    """Time every tape's forward pass and dispatch the tapes: the plan, file by file. With
+    `own_drives`, each group of requests is recalled on its own copy of the drives, as if it
+    were alone (a per-dataset prediction); a tape belongs to the group of its oldest request."""
     timed, tapes = timed_tapes(chosen, wanted, params_by_media)
-    placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
+    if own_drives and tapes.height:
+        parts = tapes.partition_by("group", maintain_order=True)
+        placed = pl.concat([dispatch(part, drives, sharing, readers) for part in parts])
+        placed = placed.sort("group", "mount_order")
+    else:
+        placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
     files = (
         timed.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_seq"))
         .join(
-            placed.select("vid", "drive", "mount_order", pl.col("start_s").alias("_t0")),
+            placed.select(
+                "vid",
+                "drive",
+                "mount_order",
+                pl.col("start_s").alias("_t0"),
+                pl.int_range(pl.len(), dtype=pl.Int64).alias("_placed"),
+            ),
             on="vid",
         )
         .with_columns(pl.col("start_s") + pl.col("_t0"), pl.col("end_s") + pl.col("_t0"))
-        .sort(["mount_order", "_seq"])
+        .sort(["_placed", "_seq"])
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("order"))
-        .drop("_t0", "_seq")
+        .drop("_t0", "_seq", "_placed")
     )
     # The chosen copies' other columns, gathered by row rather than joined (a million rows).
     extra = chosen.select([c for c in chosen.columns if c not in files.columns])

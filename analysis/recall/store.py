@@ -118,6 +118,31 @@ def load_catalog(conn: psycopg.Connection, requests: pl.DataFrame) -> pl.DataFra
     return _media_from_barcodes(frame)
 
 
+def load_datasets(
+    conn: psycopg.Connection, dataset: str | None = None, dataset_type: str | None = None
+) -> pl.DataFrame:
+    """The live copies of whole datasets, as `plan recall` of those datasets would load them
+    (load_catalog), with each dataset's type: what `predict datasets` reads."""
+    where: list[sql.Composable] = [sql.SQL("removed_at is null")]
+    if dataset is not None:
+        where.append(sql.SQL("dataset = {}").format(sql.Literal(dataset)))
+    if dataset_type is not None:
+        where.append(sql.SQL("dataset_type = {}").format(sql.Literal(dataset_type)))
+    query = sql.SQL(
+        "select dataset, min(dataset_type) as dataset_type from tapelens.tape_files"
+        " where {} group by dataset order by dataset"
+    ).format(sql.SQL(" and ").join(where))
+    try:
+        rows = conn.execute(query).fetchall()
+    except psycopg.Error as exc:
+        raise DatabaseError(_one_line(exc)) from None
+    types = pl.DataFrame(
+        rows, schema={"dataset": pl.String, "dataset_type": pl.String}, orient="row"
+    )
+    requests = types.select(pl.lit("dataset").alias("kind"), pl.col("dataset").alias("key"))
+    return load_catalog(conn, requests).join(types, on="dataset", how="left")
+
+
 def _media_from_barcodes(frame: pl.DataFrame) -> pl.DataFrame:
     """Tapes the inventory does not type: the media type their label's suffix names, if any."""
     unknown = frame.filter(pl.col("media_type") == "unknown")["volume"].unique().to_list()

@@ -9,6 +9,7 @@ import polars as pl
 
 from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
 from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.store import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
@@ -66,7 +67,7 @@ def datasets(
     if dataset and dataset_type:
         raise click.UsageError("give --dataset or --type, not both")
     with connection(app.dsn()) as conn:
-        files = store.read_live_files(conn, dataset=dataset, dataset_type=dataset_type)
+        files = load_datasets(conn, dataset=dataset, dataset_type=dataset_type)
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
         readers = store.readable_by(conn)
         drives = parse_drives(drives_spec) if drives_spec else store.read_drives(conn)
@@ -86,8 +87,9 @@ def datasets(
     blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
     if blocked:
         click.echo(
-            f"{blocked} dataset(s) have tapes none of the drives can read; now_s leaves those"
-            " tapes out (see now_unreadable_tapes)",
+            f"{blocked} dataset(s) have files only on tapes that cannot be recalled now (a state"
+            " such as disabled or broken, or a media type no drive reads); now_s leaves them out"
+            " (see now_unreadable_tapes)",
             err=True,
         )
     emit(table, fmt, output)
