@@ -36,6 +36,7 @@ import polars as pl
 from scipy.optimize import linprog
 
 from tapelens.errors import InputError
+from tapelens.media import BY_NAME
 
 POLICIES = ("fifo", "by-demand", "time-slider", "equal", "group", "weighted")
 DEFAULT_POLICY = "by-demand"
@@ -102,8 +103,19 @@ def parse_group_weights(spec: str) -> tuple[tuple[str, float], ...]:
 
 
 def drive_names(drives: Mapping[str, int]) -> list[tuple[str, str]]:
-    """(name, type) of every drive: 'LTO-8#1', 'LTO-8#2', ... (as scheduling.schedule_tapes)."""
-    return [(f"{kind}#{i}", kind) for kind, n in drives.items() for i in range(1, n + 1)]
+    """(name, type) of every drive: 'LTO-7#1', 'LTO-8#1', 'LTO-8#2', ... Older generations come
+    first, so that when drives free at the same moment the oldest that can read a tape takes it
+    and newer drives stay free for the media only they read."""
+
+    def age(kind: str) -> tuple[str, int, str]:
+        media = BY_NAME.get(kind)
+        return (media.family, media.generation, kind) if media else ("~", 0, kind)
+
+    return [
+        (f"{kind}#{i}", kind)
+        for kind in sorted(drives, key=age)
+        for i in range(1, drives[kind] + 1)
+    ]
 
 
 def readers_of(

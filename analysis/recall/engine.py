@@ -25,8 +25,10 @@ import polars as pl
 from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
 from tapelens.analysis.recall.dispatch import Sharing
+from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.schedule import Schedule, build_schedule
-from tapelens.analysis.throughput.model import ModelParams, predict_reads
+from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+from tapelens.errors import InputError
 
 # How the engine picks among the copies of a file.
 COPY_RULES = ("cheapest", "newest")
@@ -47,7 +49,8 @@ class Policy:
 
 @dataclass(frozen=True)
 class Recall:
-    """The engine's answer: the schedule, and how the copies were chosen (None: newest)."""
+    """The engine's answer: the schedule, and how the copies were chosen (None: the newest, or
+    one choice per group)."""
 
     schedule: Schedule
     choice: CopyChoice | None
@@ -68,6 +71,8 @@ def recall(
     drives: Mapping[str, int],
     readers: Mapping[str, tuple[str, ...]],
     policy: Policy,
+    *,
+    own_drives: bool = False,
 ) -> Recall:
     """Choose, order, place and time the recall of the files in `wanted`.
 
@@ -76,21 +81,42 @@ def recall(
     written_at, copy_no, and optionally aggregate_id, avg_object_bytes, start_bytes; other
     columns travel with the chosen copies. `wanted`: per fid, requester, group, rank and
     fifo_rank (requests.resolve gives both). `drives`: drive type -> count; `readers`: media type
-    -> the drive types that read it.
+    -> the drive types that read it. With `own_drives`, each group of `wanted` is recalled on
+    its own copy of the drives, as if alone (tapes must then not be shared between groups: give
+    a tape holding files of two groups a vid per group).
     """
     if policy.copies == "newest":
         chosen, choice = newest_copies(copies), None
-    else:
-        choice = choose_copies(
-            copy_costs(copies, params_by_media),
-            tape_costs(copies, params_by_media),
-            file_col="fid",
-            tape_col="vid",
-            exact_limit=policy.exact_limit,
+    elif own_drives:
+        # Each group is its own recall: its copies are chosen as if it were asked for alone, so
+        # that a group's answer does not depend on which other groups are predicted with it.
+        owner = wanted.select("fid", "group")
+        chosen = pl.concat(
+            [
+                _cheapest(part.drop("group"), params_by_media, policy).chosen.drop("cost_s")
+                for part in copies.join(owner, on="fid").partition_by("group")
+            ]
         )
+        choice = None
+    else:
+        choice = _cheapest(copies, params_by_media, policy)
         chosen = choice.chosen.drop("cost_s")
-    schedule = build_schedule(chosen, wanted, params_by_media, drives, policy.sharing, readers)
+    schedule = build_schedule(
+        chosen, wanted, params_by_media, drives, policy.sharing, readers, own_drives=own_drives
+    )
     return Recall(schedule, choice)
+
+
+def _cheapest(
+    copies: pl.DataFrame, params_by_media: Mapping[str, ModelParams], policy: Policy
+) -> CopyChoice:
+    return choose_copies(
+        copy_costs(copies, params_by_media),
+        tape_costs(copies, params_by_media),
+        file_col="fid",
+        tape_col="vid",
+        exact_limit=policy.exact_limit,
+    )
 
 
 def copy_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
@@ -134,3 +160,115 @@ def tape_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.Da
         ).alias("open_s"),
     )
     return tapes.join(first, on="media_type").select("vid", "open_s")
+
+
+def engine_inputs(
+    files: pl.DataFrame, group: str | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Copies as the engine takes them, from a frame of copies that is not a request list: a
+    file (fid) per group and file_id (per row when there is no file_id), a tape code (vid) per
+    group and volume, and each group as the requester and group of its files, asked for in path
+    order as a dataset request is (requests.py). Without `group`, all is one recall."""
+    if group is None:
+        files = files.with_columns(pl.lit("recall").alias("_recall"))
+        group = "_recall"
+    if "file_id" not in files.columns:
+        # Each copy is a file of its own (an ideal placement has no file ids).
+        files = files.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("file_id"))
+    for name, dtype in (("written_at", pl.Datetime("us", "UTC")), ("copy_no", pl.Int32())):
+        if name not in files.columns:
+            files = files.with_columns(pl.lit(None, dtype).alias(name))
+    if "offset_bytes" not in files.columns:
+        files = files.with_columns(pl.lit(None, pl.Int64).alias("offset_bytes"))
+    if "path" not in files.columns:
+        files = files.with_columns(pl.col("file_id").alias("path"))
+    copies = files.with_columns(
+        pl.struct(group, "file_id").rank("dense").cast(pl.Int64).alias("fid"),
+        pl.struct(group, "volume").rank("dense").cast(pl.Int64).alias("vid"),
+    )
+    wanted = (
+        copies.group_by("fid")
+        .agg(pl.col(group).first().alias("group"), pl.col("path").min().alias("_order"))
+        .sort("group", "_order")
+        .with_columns(
+            pl.col("group").alias("requester"),
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("rank"),
+        )
+        .with_columns(pl.col("rank").alias("fifo_rank"))
+        .select("fid", "requester", "group", "rank", "fifo_rank")
+    )
+    if group == "_recall":
+        copies = copies.drop("_recall")
+    return copies, wanted
+
+
+@dataclass(frozen=True)
+class RecallPrediction:
+    """A whole recall of given copies: every tape mounted once, tapes shared out on the drives
+    that read them by the engine."""
+
+    makespan_s: float
+    rate_mb_s: float
+    mounts: int
+    files_read: int
+    bytes: int
+    tapes: pl.DataFrame  # per tape: breakdown, drive, start_s, end_s
+    files: pl.DataFrame  # per file: kind, predicted start_s/end_s on the recall's clock
+    unreadable: tuple[str, ...]  # volumes no given drive can read (left out of the figures)
+
+
+def media_column(
+    files: pl.DataFrame, media_of_volume: Mapping[str, str] | pl.DataFrame | None
+) -> pl.DataFrame:
+    """`files` with a media_type column, from the mapping/frame (volume, media_type) given."""
+    if media_of_volume is None:
+        if "media_type" not in files.columns:
+            raise InputError("files lack column media_type (and no media_of_volume was given)")
+        return files
+    if isinstance(media_of_volume, pl.DataFrame):
+        lookup = media_of_volume.select("volume", "media_type").unique("volume")
+    else:
+        lookup = pl.DataFrame(
+            {"volume": list(media_of_volume), "media_type": list(media_of_volume.values())},
+            schema={"volume": pl.String(), "media_type": pl.String()},
+        )
+    joined = files.drop("media_type", strict=False).join(lookup, on="volume", how="left")
+    lost = joined.filter(pl.col("media_type").is_null())["volume"].unique().sort().to_list()
+    if lost:
+        raise InputError(f"no media type for volume(s) {', '.join(lost[:5])}")
+    return joined
+
+
+def predict_recall(
+    files: pl.DataFrame,
+    drives: Mapping[str, int],
+    params_by_media: Mapping[str, ModelParams],
+    media_of_volume: Mapping[str, str] | pl.DataFrame | None = None,
+    readable_by: Mapping[str, tuple[str, ...]] | None = None,
+    policy: Policy | None = None,
+) -> RecallPrediction:
+    """Predicted makespan and rate of reading `files` (copies: volume, position, size_bytes and
+    media_type or `media_of_volume`), as the engine plans it: each tape mounted once, tapes on
+    the drives that read them (media catalog `readable_by` unless given). Tapes no drive can
+    read are listed in `unreadable` and left out of the figures."""
+    with_media = media_column(files, media_of_volume)
+    readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
+    counts = {d: n for d, n in drives.items() if n > 0}
+    readable = [m for m, kinds in readers.items() if any(counts.get(k, 0) for k in kinds)]
+    can = pl.col("media_type").is_in(readable)
+    unreadable = tuple(with_media.filter(~can)["volume"].unique().sort().to_list())
+    copies, wanted = engine_inputs(with_media.filter(can))
+    done = recall(copies, wanted, params_by_media, counts, readers, policy or Policy())
+    tapes, read = done.schedule.tapes, done.schedule.files
+    makespan_s = done.makespan_s
+    total_bytes = int(tapes["bytes"].sum()) if tapes.height else 0
+    return RecallPrediction(
+        makespan_s=makespan_s,
+        rate_mb_s=total_bytes / MB / makespan_s if makespan_s > 0 else 0.0,
+        mounts=tapes.height,
+        files_read=read.height,
+        bytes=total_bytes,
+        tapes=tapes,
+        files=read,
+        unreadable=unreadable,
+    )

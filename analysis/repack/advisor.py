@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall.drives import schedule_tapes
-from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
+from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
+from tapelens.analysis.throughput.model import ModelParams, tape_times
 
 KINDS = ("scattered-dataset", "stray-copies", "low-occupancy", "small-files")
 HOUR_S = 3600.0
@@ -79,12 +80,16 @@ def recall_hours(
     readable_by: Mapping[str, tuple[str, ...]] | None,
     prefix: str,
 ) -> pl.DataFrame:
-    """Per candidate: the recall of each affected dataset on its own, summed over datasets:
-    elapsed hours (makespan on the drives), drive hours and tapes mounted."""
-    keys = ["cand", "dataset", "volume"]
-    timed = file_times(frame, params, keys)
-    tapes = tape_times(frame, params, keys, per_file=timed).with_columns(_group_key())
-    placed = schedule_tapes(tapes, drives, readable_by, group="_group")
+    """Per candidate: the recall of each affected dataset on its own (the recall engine, each
+    dataset on its own copy of the drives), summed over datasets: elapsed hours (makespan on
+    the drives), drive hours and tapes mounted."""
+    readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
+    counts = {d: n for d, n in drives.items() if n > 0}
+    copies, wanted = engine_inputs(frame.with_columns(_group_key()), group="_group")
+    done = recall(copies, wanted, params, counts, readers, Policy(), own_drives=True)
+    placed = done.schedule.tapes.join(
+        copies.select("vid", "cand", "dataset").unique("vid"), on="vid", how="left"
+    )
     per_dataset = placed.group_by("cand", "dataset").agg(
         pl.col("end_s").max().alias("_elapsed_s"),
         pl.col("total_s").sum().alias("_drive_s"),

@@ -19,7 +19,6 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.drives import schedule_tapes
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME, MediaType
 
@@ -430,83 +429,6 @@ def predict_reads(reads: pl.DataFrame, params_by_media: Mapping[str, ModelParams
     )
     drop = [c for c in out.collect_schema().names() if c.startswith(("p_", "_"))]
     return out.drop(drop).collect()
-
-
-@dataclass(frozen=True)
-class RecallPrediction:
-    """A whole recall: every tape mounted once, tapes spread over the drives that read them."""
-
-    makespan_s: float
-    rate_mb_s: float
-    mounts: int
-    files_read: int
-    bytes: int
-    tapes: pl.DataFrame  # per tape: breakdown, drive, start_s, end_s (null when unreadable)
-    files: pl.DataFrame  # per file: kind, predicted start_s/end_s on the recall's clock
-    unreadable: tuple[str, ...]  # volumes no given drive can read (left out of the figures)
-
-
-def media_column(
-    files: pl.DataFrame, media_of_volume: Mapping[str, str] | pl.DataFrame | None
-) -> pl.DataFrame:
-    """`files` with a media_type column, from the mapping/frame (volume, media_type) given."""
-    if media_of_volume is None:
-        _require(files, ["media_type"], "files (no media_of_volume given)")
-        return files
-    if isinstance(media_of_volume, pl.DataFrame):
-        lookup = media_of_volume.select("volume", "media_type").unique("volume")
-    else:
-        lookup = pl.DataFrame(
-            {"volume": list(media_of_volume), "media_type": list(media_of_volume.values())},
-            schema={"volume": pl.String(), "media_type": pl.String()},
-        )
-    joined = files.drop("media_type", strict=False).join(lookup, on="volume", how="left")
-    lost = joined.filter(pl.col("media_type").is_null())["volume"].unique().sort().to_list()
-    if lost:
-        raise InputError(f"no media type for volume(s) {', '.join(lost[:5])}")
-    return joined
-
-
-def predict_recall(
-    files: pl.DataFrame,
-    drives: Mapping[str, int],
-    params_by_media: Mapping[str, ModelParams],
-    media_of_volume: Mapping[str, str] | pl.DataFrame | None = None,
-    readable_by: Mapping[str, tuple[str, ...]] | None = None,
-) -> RecallPrediction:
-    """Predicted makespan and rate of reading `files`, each tape mounted once.
-
-    `drives` is drive type -> count ({'LTO-8': 6}); tapes are spread over the drives that can
-    read them (media catalog `readable_by` unless given), longest tape first. Tapes no drive can
-    read are listed in `unreadable` and left out of the figures.
-    """
-    with_media = media_column(files, media_of_volume)
-    timed = file_times(with_media, params_by_media)
-    tapes = schedule_tapes(
-        tape_times(with_media, params_by_media, per_file=timed), drives, readable_by
-    )
-    done = tapes.filter(pl.col("drive").is_not_null())
-    unreadable = tuple(tapes.filter(pl.col("drive").is_null())["volume"].sort().to_list())
-    placed = timed.join(
-        done.select("volume", "drive", pl.col("start_s").alias("_t0")),
-        on="volume",
-        maintain_order="left",
-    )
-    placed = placed.with_columns(
-        pl.col("start_s") + pl.col("_t0"), pl.col("end_s") + pl.col("_t0")
-    ).drop("_t0")
-    makespan_s = float(done["end_s"].max() or 0.0) if done.height else 0.0
-    total_bytes = int(done["bytes"].sum()) if done.height else 0
-    return RecallPrediction(
-        makespan_s=makespan_s,
-        rate_mb_s=total_bytes / MB / makespan_s if makespan_s > 0 else 0.0,
-        mounts=done.height,
-        files_read=placed.height,
-        bytes=total_bytes,
-        tapes=tapes,
-        files=placed,
-        unreadable=unreadable,
-    )
 
 
 def _require(frame: pl.DataFrame, columns: Sequence[str], what: str) -> None:

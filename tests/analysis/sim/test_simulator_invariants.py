@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tapelens.analysis.recall.engine import predict_recall
 from tapelens.analysis.sim.simulator import (
     POLICIES,
     Fault,
@@ -16,7 +17,7 @@ from tapelens.analysis.sim.simulator import (
     SimResult,
     simulate,
 )
-from tapelens.analysis.throughput.model import default_params, predict_recall
+from tapelens.analysis.throughput.model import default_params
 
 PARAMS = default_params()
 
@@ -51,7 +52,7 @@ def workload(rng: np.random.Generator, planned: bool) -> tuple[pl.DataFrame, Lib
     library = Library.from_counts(counts, robots=int(rng.integers(1, 3)))
     if planned:
         plan = predict_recall(requests, {"LTO-8": counts["LTO-8"]}, PARAMS).files
-        requests = plan.sort("start_s").with_row_index("order")
+        requests = plan.drop("order").sort("start_s").with_row_index("order")
     return requests.sample(fraction=1.0, shuffle=True, seed=int(rng.integers(1000))), library
 
 

@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from tapelens.analysis.recall.engine import predict_recall
 from tapelens.analysis.sim import io as sim_io
 from tapelens.analysis.sim.simulator import EVENTS_SCHEMA, Library, SimConfig, simulate
-from tapelens.analysis.throughput.model import default_params, predict_recall
+from tapelens.analysis.throughput.model import default_params
 from tapelens.cli import cli
 from tapelens.errors import InputError
 
@@ -122,7 +123,7 @@ def test_a_plan_file_simulates_close_to_its_prediction(catalog: str, tmp_path: P
         }
     )
     predicted = predict_recall(files, {"LTO-8": 1}, default_params())
-    plan = predicted.files.sort("start_s").with_row_index("order", offset=1)
+    plan = predicted.files.drop("order").sort("start_s").with_row_index("order", offset=1)
     path = tmp_path / "plan.csv"
     columns = ["order", "drive", "volume", "position", "offset_bytes", "path", "size_bytes"]
     plan.select(*columns, "start_s", "end_s").write_csv(path)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.drives import parse_drives, schedule_tapes
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.engine import predict_recall
 from tapelens.analysis.throughput.model import (
     MB,
     ModelParams,
     default_params,
     file_times,
     predict_reads,
-    predict_recall,
     predict_tape,
 )
 from tapelens.errors import InputError
@@ -253,7 +253,9 @@ def test_recall_respects_which_drives_read_which_media() -> None:
     assert drives["B"] == "LTO-7" and both.unreadable == ()
 
 
-def test_schedule_prefers_the_media_own_generation_on_ties() -> None:
-    tapes = pl.DataFrame({"volume": ["A"], "media_type": ["LTO-7"], "total_s": [100.0]})
-    placed = schedule_tapes(tapes, {"LTO-8": 1, "LTO-7": 1})
-    assert placed["drive"].to_list() == ["LTO-7#1"]
+def test_a_tape_goes_to_a_drive_of_its_own_generation_on_ties() -> None:
+    files, media = _two_tapes(("LTO-7", "LTO-7"))
+    alone = predict_recall(
+        files.filter(pl.col("volume") == "A"), {"LTO-8": 1, "LTO-7": 1}, default_params(), media
+    )
+    assert alone.tapes["drive"].to_list() == ["LTO-7#1"]
