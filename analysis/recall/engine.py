@@ -17,7 +17,7 @@ way wherever it is asked about. Pure: frames and frozen options in, frames out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -32,6 +32,12 @@ from tapelens.errors import InputError
 
 # How the engine picks among the copies of a file.
 COPY_RULES = ("cheapest", "newest")
+# What "best" means when several copy sets are weighed: the recall's elapsed time first (drives
+# that would idle are put to use), or the drive time it costs first (fewest, shortest mounts).
+OBJECTIVES = ("makespan", "drive-time")
+# Rounds of moving reads off the tape that finishes last, each one tried at a few sizes.
+RELIEF_ROUNDS = 8
+RELIEF_SHARES = (1.0, 0.5, 0.25)
 
 
 @dataclass(frozen=True)
@@ -41,19 +47,23 @@ class Policy:
     sharing: Sharing = field(default_factory=Sharing)
     copies: str = "cheapest"  # cheapest: least predicted time; newest: as tape clients do
     exact_limit: int = EXACT_LIMIT
+    objective: str = "makespan"
 
     def __post_init__(self) -> None:
         if self.copies not in COPY_RULES:
             raise ValueError(f"copy rule {self.copies!r} is not one of {COPY_RULES}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective {self.objective!r} is not one of {OBJECTIVES}")
 
 
 @dataclass(frozen=True)
 class Recall:
-    """The engine's answer: the schedule, and how the copies were chosen (None: the newest, or
-    one choice per group)."""
+    """The engine's answer: the schedule, how the copies were chosen (None: the newest, or one
+    choice per group), and which copy set won (cheapest, newest or relieved)."""
 
     schedule: Schedule
     choice: CopyChoice | None
+    copy_set: str = "cheapest"
 
     @property
     def makespan_s(self) -> float:
@@ -85,26 +95,176 @@ def recall(
     its own copy of the drives, as if alone (tapes must then not be shared between groups: give
     a tape holding files of two groups a vid per group).
     """
-    if policy.copies == "newest":
-        chosen, choice = newest_copies(copies), None
-    elif own_drives:
-        # Each group is its own recall: its copies are chosen as if it were asked for alone, so
-        # that a group's answer does not depend on which other groups are predicted with it.
+    if own_drives:
+        # Each group is its own recall: its copies are chosen and its tapes shared out as if it
+        # were asked for alone, so that a group's answer does not depend on the other groups.
         owner = wanted.select("fid", "group")
-        chosen = pl.concat(
-            [
-                _cheapest(part.drop("group"), params_by_media, policy).chosen.drop("cost_s")
-                for part in copies.join(owner, on="fid").partition_by("group")
-            ]
+        parts = [
+            _recall_alone(
+                part.drop("group"),
+                wanted.filter(pl.col("group") == part["group"][0]),
+                params_by_media,
+                drives,
+                readers,
+                policy,
+            )
+            for part in copies.join(owner, on="fid").partition_by("group", maintain_order=True)
+        ]
+        if not parts:
+            return _recall_alone(copies, wanted, params_by_media, drives, readers, policy)
+        schedule = Schedule(
+            pl.concat([r.schedule.files for r in parts], how="diagonal_relaxed"),
+            pl.concat([r.schedule.tapes for r in parts], how="diagonal_relaxed"),
+            pl.concat([r.schedule.timeline for r in parts], how="diagonal_relaxed"),
         )
-        choice = None
-    else:
-        choice = _cheapest(copies, params_by_media, policy)
-        chosen = choice.chosen.drop("cost_s")
-    schedule = build_schedule(
-        chosen, wanted, params_by_media, drives, policy.sharing, readers, own_drives=own_drives
+        return Recall(schedule, None, "per group")
+    return _recall_alone(copies, wanted, params_by_media, drives, readers, policy)
+
+
+def _recall_alone(
+    copies: pl.DataFrame,
+    wanted: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    drives: Mapping[str, int],
+    readers: Mapping[str, tuple[str, ...]],
+    policy: Policy,
+) -> Recall:
+    """One recall: the cheapest copies, and, when files have a choice of copies, the newest and
+    a relieved set too, the best of them under the policy's objective."""
+
+    def build(chosen: pl.DataFrame) -> Schedule:
+        return build_schedule(chosen, wanted, params_by_media, drives, policy.sharing, readers)
+
+    if policy.copies == "newest":
+        return Recall(build(newest_copies(copies)), None, "newest")
+    choice = _cheapest(copies, params_by_media, policy)
+    cheapest = choice.chosen.drop("cost_s")
+    best = (cheapest, build(cheapest), "cheapest")
+    if copies["fid"].n_unique() == copies.height:  # one copy per file: nothing to weigh
+        return Recall(best[1], choice, best[2])
+    key = _objective(policy.objective)
+    newest = newest_copies(copies)
+    tried = [best, (newest, build(newest), "newest")]
+    start = min(tried, key=lambda t: key(t[1]))
+    relieved = _relieve(start[0], start[1], copies, params_by_media, build, key)
+    tried.append((relieved[0], relieved[1], "relieved"))
+    winner = min(tried, key=lambda t: key(t[1]))
+    return Recall(winner[1], choice, winner[2])
+
+
+def candidate_bounds(
+    copies: pl.DataFrame,
+    wanted: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    drives: Mapping[str, int],
+    max_drives_per_group: int | None = None,
+) -> dict[str, float]:
+    """Times no recall of `wanted` from any of `copies` on `drives` can beat (seconds), each
+    named for what it bounds; `lower_bound_s` is the largest.
+
+    work_over_drives_s: the least drive time any choice of copies needs, over all drives: every
+    file streamed from its fastest copy (no overhead, no locate between files) and every tape
+    that holds the only copy of a file mounted, located to its start, rewound and unloaded once.
+    single_file_s: the file whose cheapest recall alone (mount, first locate, stream, rewind,
+    unload) takes longest. group_limit_s: a group's least work over the drives it may hold.
+    """
+    if copies.height == 0:
+        return {"lower_bound_s": 0.0}
+    fixed = {
+        m: p.robot_s + p.load_s + p.first_locate_base_s + p.rewind_s + p.unload_s
+        for m, p in params_by_media.items()
+    }
+    rate = {m: p.rate_mb_s * MB for m, p in params_by_media.items()}
+    timed = copies.select(
+        "fid",
+        "vid",
+        (
+            pl.col("size_bytes")
+            / pl.col("media_type").replace_strict(rate, return_dtype=pl.Float64)
+        ).alias("stream_s"),
+        pl.col("media_type").replace_strict(fixed, return_dtype=pl.Float64).alias("fixed_s"),
     )
-    return Recall(schedule, choice)
+    per_file = timed.group_by("fid").agg(
+        pl.col("stream_s").min(),
+        (pl.col("stream_s") + pl.col("fixed_s")).min().alias("alone_s"),
+        pl.len().alias("copies"),
+    )
+    forced = (
+        timed.join(per_file.filter(pl.col("copies") == 1).select("fid"), on="fid")
+        .group_by("vid")
+        .agg(pl.col("fixed_s").first())
+    )
+    mounts_s = float(forced["fixed_s"].sum()) if forced.height else float(min(fixed.values()))
+    n_drives = max(1, sum(n for n in drives.values() if n > 0))
+    work_s = float(per_file["stream_s"].sum()) + mounts_s
+    parts = {
+        "work_over_drives_s": work_s / n_drives,
+        "single_file_s": float(per_file.select(pl.col("alone_s").max()).item()),
+    }
+    if max_drives_per_group is not None:
+        per_group = per_file.join(wanted.select("fid", "group"), on="fid").group_by("group")
+        most = per_group.agg(pl.col("stream_s").sum()).select(pl.col("stream_s").max()).item()
+        parts["group_limit_s"] = float(most or 0.0) / min(max_drives_per_group, n_drives)
+    parts["lower_bound_s"] = max(parts.values())
+    return parts
+
+
+def _objective(name: str) -> Callable[[Schedule], tuple[float, ...]]:
+    def drive_s(schedule: Schedule) -> float:
+        return float(schedule.tapes["total_s"].sum()) if schedule.tapes.height else 0.0
+
+    if name == "drive-time":
+        return lambda s: (round(drive_s(s), 6), round(s.makespan_s, 6), s.mounts)
+    return lambda s: (round(s.makespan_s, 6), round(drive_s(s), 6), s.mounts)
+
+
+def _relieve(
+    chosen: pl.DataFrame,
+    schedule: Schedule,
+    copies: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    build: Callable[[pl.DataFrame], Schedule],
+    key: Callable[[Schedule], tuple[float, ...]],
+) -> tuple[pl.DataFrame, Schedule]:
+    """Move reads off the tape that finishes last onto other copies of the same files while
+    that makes the recall better: the tail of the critical tape first (its pass gets shorter),
+    each file to its cheapest other copy, a tape already in the plan preferred (no new mount).
+    Stops when no move helps; never returns anything worse than it was given."""
+    costs = copy_costs(copies, params_by_media).select("fid", "vid", "cost_s")
+    for _ in range(RELIEF_ROUNDS):
+        if schedule.tapes.height == 0:
+            break
+        critical = schedule.tapes.sort("end_s", "vid").tail(1)["vid"][0]
+        on_it = chosen.filter(pl.col("vid") == critical).sort("position", descending=True)
+        used = chosen["vid"].unique().implode()
+        others = (
+            copies.join(costs, on=["fid", "vid"], how="left")
+            .filter(pl.col("fid").is_in(on_it["fid"].implode()) & (pl.col("vid") != critical))
+            .with_columns((~pl.col("vid").is_in(used)).alias("_new_mount"))
+            .sort("fid", "_new_mount", "cost_s", "vid")
+            .unique("fid", keep="first", maintain_order=True)
+            .drop("_new_mount", "cost_s")
+        )
+        movable = [f for f in on_it["fid"].to_list() if f in set(others["fid"].to_list())]
+        if not movable:
+            break
+        better = None
+        for share in RELIEF_SHARES:
+            moved = movable[: max(1, int(len(movable) * share))]
+            trial = pl.concat(
+                [
+                    chosen.filter(~pl.col("fid").is_in(moved)),
+                    others.filter(pl.col("fid").is_in(moved)).select(chosen.columns),
+                ]
+            )
+            trial_schedule = build(trial)
+            if key(trial_schedule) < key(schedule):
+                better = (trial, trial_schedule)
+                break
+        if better is None:
+            break
+        chosen, schedule = better
+    return chosen, schedule
 
 
 def _cheapest(

@@ -26,7 +26,7 @@ from tapelens.analysis.recall.baselines import (
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
 from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
 from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.engine import Policy, recall
+from tapelens.analysis.recall.engine import Policy, Recall, candidate_bounds, recall
 from tapelens.analysis.recall.requests import Resolution, resolve
 from tapelens.analysis.recall.schedule import Schedule
 from tapelens.analysis.throughput.model import MB, ModelParams
@@ -34,12 +34,14 @@ from tapelens.analysis.throughput.model import MB, ModelParams
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """Drives (type -> count, as scheduling.parse_drives gives) and how they are shared."""
+    """Drives (type -> count, as drives.parse_drives gives), how they are shared, and what the
+    engine weighs first when files have a choice of copies (engine.OBJECTIVES)."""
 
     drives: tuple[tuple[str, int], ...]
     sharing: Sharing = field(default_factory=Sharing)
     exact_limit: int = EXACT_LIMIT
     baselines: bool = True
+    objective: str = "makespan"
 
     @property
     def drive_counts(self) -> dict[str, int]:
@@ -55,7 +57,8 @@ class RecallPlan:
     resolution: Resolution
     copy_choice: CopyChoice
     requesters: pl.DataFrame  # requester, files, bytes, completion_s
-    lower_bound: dict[str, float]
+    lower_bound: dict[str, float]  # over every choice of copies (engine.candidate_bounds)
+    schedule_bound: dict[str, float]  # over every ordering of this plan's mounts
     baselines: dict[str, BaselineResult]
     summary: dict[str, Any]
     options: PlanOptions
@@ -90,7 +93,7 @@ def plan_recall(
     copies = _with_object_size(resolution.copies, catalog).with_columns(
         pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
     )
-    policy = Policy(options.sharing, "cheapest", options.exact_limit)
+    policy = Policy(options.sharing, "cheapest", options.exact_limit, options.objective)
     planned = recall(copies, resolution.wanted, params_by_media, drives, readers, policy)
     schedule, choice = planned.schedule, planned.choice
     assert choice is not None  # the cheapest-copy rule always reports its choice
@@ -105,11 +108,30 @@ def plan_recall(
             newest, chosen, schedule, wanted, params_by_media, drives, sharing, readers
         )
     requesters = requester_completion(resolution.demand, schedule.files)
-    bound = lower_bound(schedule.tapes, drives, readers, options.sharing.max_drives_per_group)
+    limit = options.sharing.max_drives_per_group
+    bound = candidate_bounds(copies, resolution.wanted, params_by_media, drives, limit)
+    mounts_bound = schedule_bound(schedule.tapes, drives, readers, limit)
     summary = summarise(
-        schedule, resolution, choice, requesters, bound, baselines, options, requests.height
+        planned,
+        resolution,
+        choice,
+        requesters,
+        (bound, mounts_bound),
+        baselines,
+        options,
+        requests.height,
     )
-    return RecallPlan(schedule, resolution, choice, requesters, bound, baselines, summary, options)
+    return RecallPlan(
+        schedule,
+        resolution,
+        choice,
+        requesters,
+        bound,
+        mounts_bound,
+        baselines,
+        summary,
+        options,
+    )
 
 
 def _with_object_size(copies: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:
@@ -142,13 +164,15 @@ def requester_completion(demand: pl.DataFrame, files: pl.DataFrame) -> pl.DataFr
     )
 
 
-def lower_bound(
+def schedule_bound(
     tapes: pl.DataFrame,
     drives: Mapping[str, int],
     readable_by: Mapping[str, tuple[str, ...]],
     max_drives_per_group: int | None = None,
 ) -> dict[str, float]:
-    """No schedule of these mounts can finish sooner than any of these (seconds)."""
+    """No ordering of these mounts (this plan's tapes, each read as planned) on these drives
+    can finish sooner than any of these (seconds). A bound on the dispatch, not on the choice
+    of copies: candidate_bounds bounds every plan of the request."""
     if tapes.height == 0:
         return {"lower_bound_s": 0.0}
     n_drives = sum(drives.values())
@@ -171,16 +195,18 @@ def lower_bound(
 
 
 def summarise(
-    schedule: Schedule,
+    planned: Recall,
     resolution: Resolution,
     choice: CopyChoice,
     requesters: pl.DataFrame,
-    bound: dict[str, float],
+    bounds: tuple[dict[str, float], dict[str, float]],
     baselines: dict[str, BaselineResult],
     options: PlanOptions,
     n_requests: int,
 ) -> dict[str, Any]:
     """The plan in figures: the summary JSON."""
+    schedule = planned.schedule
+    bound, mounts_bound = bounds
     files = schedule.files
     makespan = schedule.makespan_s
     total_bytes = int(files["size_bytes"].sum()) if files.height else 0
@@ -199,6 +225,10 @@ def summarise(
         "lower_bound_s": round(lb, 3),
         "makespan_over_lower_bound": round(makespan / lb, 6) if lb > 0 else 1.0,
         "lower_bound": {k: round(v, 3) for k, v in bound.items() if k != "lower_bound_s"},
+        "schedule_bound_s": round(mounts_bound["lower_bound_s"], 3),
+        "schedule_bound": {k: round(v, 3) for k, v in mounts_bound.items() if k != "lower_bound_s"},
+        "copy_set": planned.copy_set,
+        "objective": options.objective,
         **options.as_dict(),
         "copy_choice": choice.as_dict(),
         "not_found": [

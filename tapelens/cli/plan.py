@@ -16,6 +16,7 @@ from tapelens.analysis.recall.dispatch import (
     parse_group_weights,
 )
 from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.engine import OBJECTIVES
 from tapelens.analysis.recall.planner import PlanOptions
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.cli.common import App, pass_app
@@ -42,6 +43,14 @@ plan = BY_NAME["plan"]
     "--requester-limit", type=click.IntRange(min=1), help="Files one requester may have in flight."
 )
 @click.option("--group-weights", metavar="G=W,...", help="Weights for --policy weighted.")
+@click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVES),
+    default="makespan",
+    show_default=True,
+    help="When files have several copies: finish soonest (drives that would idle read other"
+    " copies), or spend the least drive time (fewest, shortest mounts).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="The plan as CSV.")
 @click.option(
     "--summary",
@@ -67,6 +76,7 @@ def recall(
     max_drives_per_group: int | None,
     requester_limit: int | None,
     group_weights: str | None,
+    objective: str,
     output: str | None,
     summary_file: str | None,
     formats: tuple[str, ...],
@@ -93,7 +103,9 @@ def recall(
         requester_limit=requester_limit,
         group_weights=parse_group_weights(group_weights) if group_weights else (),
     )
-    options = PlanOptions(drives=tuple(parse_drives(drives_spec).items()), sharing=sharing)
+    options = PlanOptions(
+        drives=tuple(parse_drives(drives_spec).items()), sharing=sharing, objective=objective
+    )
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
         result, params = plan_store.plan_from_database(conn, asked, options)
