@@ -12,6 +12,10 @@ whose lower bound comes from the LP relaxation. The choice reports its method an
 from __future__ import annotations
 
 import heapq
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,7 +236,8 @@ class _Model:
             lp.integrality_ = [highspy.HighsVarType.kContinuous] * n_x + [
                 highspy.HighsVarType.kInteger
             ] * self.n_tapes
-        solver = highspy.Highs()
+        with _banner_to_stderr():
+            solver = highspy.Highs()
         solver.silent()
         solver.passModel(lp)
         solver.setOptionValue("time_limit", float(time_limit_s))
@@ -379,3 +384,18 @@ class _Model:
                 touched[on_j] = True
             if not closed_any:
                 return best
+
+
+@contextmanager
+def _banner_to_stderr() -> Iterator[None]:
+    """HiGHS prints its banner on the process's standard output when a solver is made, before
+    any option can silence it; stdout carries tapelens's data (a plan summary, CSV), so the
+    banner goes to stderr with the progress messages."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

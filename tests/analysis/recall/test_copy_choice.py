@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -13,6 +16,8 @@ from hypothesis import strategies as st
 from tapelens.analysis.recall.copy_choice import choose_copies
 from tapelens.errors import InputError
 from tests.props import examples
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def instance(
@@ -162,3 +167,19 @@ def test_many_small_instances_against_brute_force(limit: int) -> None:
         if limit:
             assert choice.bound_kind == "exact" or choice.method == "single", choice.as_dict()
     assert not wrong, wrong[:3]
+
+
+def test_the_solver_prints_nothing_on_standard_output() -> None:
+    # Standard output carries data (a plan summary with --summary -, CSV): the MILP solver's
+    # banner must not land in it, whatever the solver version prints.
+    code = (
+        "from tests.analysis.recall.test_copy_choice import instance;"
+        "from tapelens.analysis.recall.copy_choice import choose_copies;"
+        "c, t = instance([('a','T1',1.0),('a','T2',1.0),('b','T3',1.0),('b','T2',1.0)],"
+        " {'T1': 100.0, 'T2': 120.0, 'T3': 100.0});"
+        "print(choose_copies(c, t).method)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout == "milp\n"
