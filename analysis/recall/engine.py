@@ -38,6 +38,10 @@ OBJECTIVES = ("makespan", "drive-time")
 # Rounds of moving reads off the tape that finishes last, each one tried at a few sizes.
 RELIEF_ROUNDS = 8
 RELIEF_SHARES = (1.0, 0.5, 0.25)
+# Reads are moved off the last tape only when the best set so far leaves drives idle for more
+# than this share of the drive time the recall spans: with every drive busy to the end, reading
+# other copies cannot finish much sooner, and a large recall need not be rescheduled for nothing.
+IDLE_WORTH_WEIGHING = 0.05
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,9 @@ def _recall_alone(
     newest = newest_copies(copies)
     tried = [best, (newest, build(newest), "newest")]
     start = min(tried, key=lambda t: key(t[1]))
-    relieved = _relieve(start[0], start[1], copies, params_by_media, build, key)
-    tried.append((relieved[0], relieved[1], "relieved"))
+    if policy.objective == "makespan" and _idle_share(start[1], drives) > IDLE_WORTH_WEIGHING:
+        relieved = _relieve(start[0], start[1], copies, params_by_media, build, key)
+        tried.append((relieved[0], relieved[1], "relieved"))
     winner = min(tried, key=lambda t: key(t[1]))
     return Recall(winner[1], choice, winner[2])
 
@@ -207,6 +212,13 @@ def candidate_bounds(
         parts["group_limit_s"] = float(most or 0.0) / min(max_drives_per_group, n_drives)
     parts["lower_bound_s"] = max(parts.values())
     return parts
+
+
+def _idle_share(schedule: Schedule, drives: Mapping[str, int]) -> float:
+    """The share of drive time left idle between the start and the end of the recall."""
+    span_s = schedule.makespan_s * sum(n for n in drives.values() if n > 0)
+    busy_s = float(schedule.tapes["total_s"].sum()) if schedule.tapes.height else 0.0
+    return 1.0 - busy_s / span_s if span_s > 0 else 0.0
 
 
 def _objective(name: str) -> Callable[[Schedule], tuple[float, ...]]:
