@@ -5,17 +5,25 @@
 -- first copies. The main tapes are the fewest volumes, taken in that order (ties by volume
 -- name), whose first copies reach var('main_tapes_share') (default 0.5: "most") of the
 -- dataset's files: the tapes a recall of the dataset's original copies mounts for the bulk
--- of it. Built from the per dataset x volume gap mart (live copies) and the duplicates.
-with dataset_tape_gaps as (
-    select * from {{ ref('fct_dataset_tape_gaps') }}
+-- of it. Built from the live copies and the duplicates (intermediate models only: the marts
+-- are built from this one, never the other way round).
+with located as (
+    select * from {{ ref('int_copies__located') }}
 ),
 
 duplicates as (
     select * from {{ ref('int_copies__duplicated') }}
 ),
 
-file_gaps as (
-    select * from {{ ref('fct_file_gaps') }}
+dataset_tape_gaps as (
+    select
+        dataset,
+        volume,
+        count(*) as files,
+        sum(size_bytes)::bigint as size_bytes
+    from located
+    where is_live
+    group by dataset, volume
 ),
 
 later_copies as (
@@ -35,8 +43,8 @@ small_copies as (
         dataset,
         volume,
         count(*) as small_copies
-    from file_gaps
-    where size_bytes < {{ number_var('small_file_bytes') }}
+    from located
+    where is_live and size_bytes < {{ number_var('small_file_bytes') }}
     group by dataset, volume
 ),
 

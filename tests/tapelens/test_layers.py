@@ -8,6 +8,7 @@ synthetic world; the world (the simulated site) stands apart from the product's 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,3 +112,16 @@ def test_no_import_cycles() -> None:
         if module not in state:
             walk(module, [])
     assert cycles == []
+
+
+def test_no_dbt_model_reads_a_later_layer() -> None:
+    # staging reads sources, intermediate reads staging and intermediate, marts read anything
+    # before them: a mart is never an input of an intermediate or staging model.
+    layers = {"staging": ("stg_",), "intermediate": ("stg_", "int_")}
+    wrong = []
+    for layer, allowed in layers.items():
+        for model in sorted((ROOT / "models" / layer).glob("*.sql")):
+            for ref in re.findall(r"ref\(\s*'([a-z0-9_]+)'\s*\)", model.read_text()):
+                if not ref.startswith(allowed):
+                    wrong.append(f"{model.relative_to(ROOT)} reads {ref}")
+    assert wrong == []
