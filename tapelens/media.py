@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import polars as pl
+
 MB = 1_000_000
 TB = 1_000_000_000_000
 
@@ -219,3 +221,23 @@ def seed_sql() -> str:
 
 if __name__ == "__main__":
     print(seed_sql(), end="")
+
+
+def fill_media_from_labels(frame: pl.DataFrame) -> pl.DataFrame:
+    """Tapes the inventory does not type (media_type null or 'unknown'): the media type their
+    label's LTO/3592 suffix names (A85532L8 -> LTO-8), where it names one. The one place a
+    frame of copies learns media types from labels."""
+    if "volume" not in frame.columns or "media_type" not in frame.columns:
+        return frame
+    is_unknown = pl.col("media_type").is_null() | (pl.col("media_type") == "unknown")
+    unknown = frame.filter(is_unknown)["volume"].drop_nulls().unique().to_list()
+    guesses = {v: m.media_type for v in unknown if (m := media_from_barcode(v)) is not None}
+    if not guesses:
+        return frame
+    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
+    return frame.with_columns(
+        pl.when(is_unknown)
+        .then(pl.coalesce(guess, pl.col("media_type")))
+        .otherwise(pl.col("media_type"))
+        .alias("media_type")
+    )

@@ -61,9 +61,7 @@ def read_dedup_copies(
         return pl.DataFrame(schema=EMPTY_SCHEMA)
     copies = read_live_copies(conn, datasets=datasets)
     # read_live_copies takes the chosen datasets and any volume listed; none is listed here.
-    copies = copies.filter(pl.col("dataset").is_in(datasets))
-    seconds = pl.col("written_at").cast(pl.Float64)
-    return copies.with_columns((seconds * 1e6).round().cast(pl.Int64).cast(UTC).alias("written_at"))
+    return copies.filter(pl.col("dataset").is_in(datasets))
 
 
 EMPTY_SCHEMA: dict[str, pl.DataType] = {

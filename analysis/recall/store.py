@@ -8,7 +8,6 @@ tape and the tape's average object size, and come back through COPY into Polars:
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +21,8 @@ from tapelens.analysis.recall.planner import PlanOptions, RecallPlan, plan_recal
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import DatabaseError, InputError
-from tapelens.media import media_from_barcode
-
-UTC = pl.Datetime("us", "UTC")
+from tapelens.frames import copy_frame, one_line
+from tapelens.media import fill_media_from_labels
 
 CATALOG_SCHEMA: dict[str, Any] = {
     "file_id": pl.String,
@@ -110,12 +108,10 @@ def load_catalog(conn: psycopg.Connection, requests: pl.DataFrame) -> pl.DataFra
             cur.execute("analyze plan_requests")
             for step in _CATALOG_STEPS:
                 cur.execute(step)
-            frame = _copy_out(cur, sql.SQL(_CATALOG_QUERY), CATALOG_SCHEMA)
+            frame = copy_frame(cur, sql.SQL(_CATALOG_QUERY), CATALOG_SCHEMA, epoch=("written_at",))
     except psycopg.Error as exc:
-        raise DatabaseError(_one_line(exc)) from None
-    seconds = pl.col("written_at").cast(pl.Float64)
-    frame = frame.with_columns((seconds * 1e6).round().cast(pl.Int64).cast(UTC).alias("written_at"))
-    return _media_from_barcodes(frame)
+        raise DatabaseError(one_line(exc)) from None
+    return fill_media_from_labels(frame)
 
 
 def load_datasets(
@@ -135,22 +131,12 @@ def load_datasets(
     try:
         rows = conn.execute(query).fetchall()
     except psycopg.Error as exc:
-        raise DatabaseError(_one_line(exc)) from None
+        raise DatabaseError(one_line(exc)) from None
     types = pl.DataFrame(
         rows, schema={"dataset": pl.String, "dataset_type": pl.String}, orient="row"
     )
     requests = types.select(pl.lit("dataset").alias("kind"), pl.col("dataset").alias("key"))
     return load_catalog(conn, requests).join(types, on="dataset", how="left")
-
-
-def _media_from_barcodes(frame: pl.DataFrame) -> pl.DataFrame:
-    """Tapes the inventory does not type: the media type their label's suffix names, if any."""
-    unknown = frame.filter(pl.col("media_type") == "unknown")["volume"].unique().to_list()
-    guesses = {v: m.media_type for v in unknown if (m := media_from_barcode(v)) is not None}
-    if not guesses:
-        return frame
-    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
-    return frame.with_columns(pl.coalesce(guess, pl.col("media_type")).alias("media_type"))
 
 
 def plan_from_database(
@@ -162,20 +148,6 @@ def plan_from_database(
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     readers = params_store.readable_by(conn)
     return plan_recall(requests, catalog, params, options, readers), params
-
-
-def _copy_out(cur: psycopg.Cursor, query: sql.Composable, schema: dict[str, Any]) -> pl.DataFrame:
-    buffer = io.BytesIO()
-    statement = sql.SQL("copy ({}) to stdout with (format csv, header true)").format(query)
-    with cur.copy(statement) as copy:
-        for chunk in copy:
-            buffer.write(chunk)
-    buffer.seek(0)
-    return pl.read_csv(buffer, schema=schema)
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def save_plan(
@@ -225,7 +197,7 @@ def save_plan(
                 )
         conn.commit()
     except psycopg.Error as exc:
-        raise DatabaseError(_one_line(exc)) from None
+        raise DatabaseError(one_line(exc)) from None
     return replaced
 
 
@@ -295,9 +267,9 @@ def compare_plan(conn: psycopg.Connection, name: str) -> PlanComparison:
             query = sql.SQL(_COMPARE_QUERY).format(
                 name=sql.Literal(name), since=sql.Literal(created_at)
             )
-            files = _copy_out(cur, query, PLAN_FILES_SCHEMA)
+            files = copy_frame(cur, query, PLAN_FILES_SCHEMA)
     except psycopg.Error as exc:
-        raise DatabaseError(_one_line(exc)) from None
+        raise DatabaseError(one_line(exc)) from None
     return PlanComparison(name, *compare_frames(files, summary))
 
 

@@ -9,7 +9,6 @@ COPY ... TO STDOUT, far faster than row fetches.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -19,7 +18,8 @@ import psycopg
 from psycopg import sql
 
 from tapelens.errors import DatabaseError
-from tapelens.media import media_from_barcode
+from tapelens.frames import copy_frame, one_line
+from tapelens.media import fill_media_from_labels
 
 READS_RELATION = ("tapelens_marts", "fct_transfer_rates")
 UTC = pl.Datetime("us", "UTC")
@@ -165,7 +165,7 @@ def read_observed_reads(
         "session_id": pl.String,
         "start_bytes": pl.Int64,
     }
-    frame = _with_media(_copy_frame(conn, _reads_query(cols, since, until), schema))
+    frame = fill_media_from_labels(_copy_frame(conn, _reads_query(cols, since, until), schema))
     if media:
         frame = frame.filter(pl.col("media_type").is_in(list(media)))
     return frame
@@ -188,7 +188,9 @@ def read_mounts(
            from tapelens.mounts as m left join tapelens.tapes as t on t.volume = m.volume
            where {}"""
     ).format(sql.SQL(" and ").join(where))
-    return _with_media(_copy_frame(conn, query, {"volume": pl.String, "media_type": pl.String}))
+    return fill_media_from_labels(
+        _copy_frame(conn, query, {"volume": pl.String, "media_type": pl.String})
+    )
 
 
 def read_live_files(
@@ -249,13 +251,13 @@ def _live_copies(conn: psycopg.Connection, where: list[sql.Composable]) -> pl.Da
         "aggregate_id": pl.String,
         "size_bytes": pl.Int64,
         "copy_no": pl.Int32,
-        "written_at": pl.Float64,
+        "written_at": UTC,
         "checksum": pl.String,
         "start_bytes": pl.Int64,
         "media_type": pl.String,
         "tape_state": pl.String,
     }
-    return _with_media(_copy_frame(conn, query, schema))
+    return fill_media_from_labels(_copy_frame(conn, query, schema))
 
 
 def read_drives(conn: psycopg.Connection) -> dict[str, int]:
@@ -267,53 +269,16 @@ def read_drives(conn: psycopg.Connection) -> dict[str, int]:
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def _with_media(frame: pl.DataFrame) -> pl.DataFrame:
-    """Fill unknown media types from the barcode suffix of the volume name (A85532L8 -> LTO-8)."""
-    if "volume" not in frame.columns or "media_type" not in frame.columns:
-        return frame
-    unknown = frame.filter(pl.col("media_type").is_null() | (pl.col("media_type") == "unknown"))
-    if unknown.height == 0:
-        return frame
-    guesses = {}
-    for volume in unknown["volume"].drop_nulls().unique().to_list():
-        media = media_from_barcode(volume)
-        if media is not None:
-            guesses[volume] = media.media_type
-    if not guesses:
-        return frame
-    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
-    is_unknown = pl.col("media_type").is_null() | (pl.col("media_type") == "unknown")
-    return frame.with_columns(
-        pl.when(is_unknown)
-        .then(pl.coalesce(guess, pl.col("media_type")))
-        .otherwise(pl.col("media_type"))
-        .alias("media_type")
-    )
-
-
 def _copy_frame(
     conn: psycopg.Connection, query: sql.Composable, schema: dict[str, Any]
 ) -> pl.DataFrame:
-    """Run a query through COPY ... TO STDOUT (CSV) into a frame: far faster than row fetches.
-    Time columns arrive as epoch seconds and become UTC datetimes."""
-    buffer = io.BytesIO()
-    statement = sql.SQL("copy ({}) to stdout with (format csv, header true)").format(query)
-    try:
-        with conn.cursor() as cur, cur.copy(statement) as copy:
-            for chunk in copy:
-                buffer.write(chunk)
-    except psycopg.Error as exc:
-        raise DatabaseError(one_line(exc)) from None
-    buffer.seek(0)
-    frame = pl.read_csv(buffer, infer_schema=False)
-    casts = []
-    for column in frame.columns:
-        if column in _TIMES:
-            seconds = pl.col(column).cast(pl.Float64)
-            casts.append((seconds * 1e6).round().cast(pl.Int64).cast(UTC).alias(column))
-        elif column in schema:
-            casts.append(pl.col(column).cast(schema[column]))
-    return frame.with_columns(casts) if casts else frame
+    """The query's rows (tapelens.frames.copy_frame); its time columns become UTC datetimes."""
+    frame = copy_frame(conn, query, None, epoch=sorted(_TIMES | {"written_at"}))
+    return frame.with_columns(
+        pl.col(c).cast(t)
+        for c, t in schema.items()
+        if c in frame.columns and c not in _TIMES and c != "written_at"
+    )
 
 
 def fetch(conn: psycopg.Connection, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
@@ -321,7 +286,3 @@ def fetch(conn: psycopg.Connection, query: Any, params: Any = None) -> list[tupl
         return conn.execute(query, params).fetchall()
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
-
-
-def one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())

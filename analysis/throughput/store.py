@@ -26,7 +26,6 @@ from tapelens.analysis.throughput.calibrate import (
 from tapelens.analysis.throughput.inputs import (
     READS_RELATION,
     fetch,
-    one_line,
     read_drives,
     read_live_files,
     read_mounts,
@@ -34,6 +33,7 @@ from tapelens.analysis.throughput.inputs import (
 )
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import DatabaseError
+from tapelens.frames import one_line
 from tapelens.media import MEDIA_TYPES, MediaType
 
 __all__ = [

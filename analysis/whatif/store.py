@@ -9,7 +9,6 @@ by the site's own migration delay. The media in use over time is read from the s
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -19,12 +18,12 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.throughput import store as params_store
-from tapelens.analysis.throughput.inputs import one_line
 from tapelens.analysis.whatif.replay import Progress, WhatIfParams, compare
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
-from tapelens.errors import DatabaseError, InputError
+from tapelens.errors import InputError
+from tapelens.frames import copy_frame
 from tapelens.media import BY_NAME as MEDIA
-from tapelens.media import media_from_barcode
+from tapelens.media import fill_media_from_labels
 
 UTC_US = pl.Datetime("us", "UTC")
 DEFAULT_MEDIA = "LTO-8"
@@ -76,30 +75,8 @@ where f.removed_at is null and coalesce(t.state, 'full') <> 'repacked'
 
 def read_copies(conn: psycopg.Connection) -> pl.DataFrame:
     """Every live copy (COPY_SCHEMA; written_at as a UTC datetime)."""
-    buffer = io.BytesIO()
-    statement = sql.SQL("copy ({}) to stdout with (format csv, header true)").format(
-        sql.SQL(_COPIES)
-    )
-    try:
-        with conn.cursor() as cur, cur.copy(statement) as copy:
-            for chunk in copy:
-                buffer.write(chunk)
-    except psycopg.Error as exc:
-        raise DatabaseError(one_line(exc)) from None
-    buffer.seek(0)
-    frame = pl.read_csv(buffer, schema=COPY_SCHEMA)
-    seconds = (pl.col("written_at") * 1e6).round().cast(pl.Int64)
-    return _media_from_labels(frame.with_columns(seconds.cast(UTC_US).alias("written_at")))
-
-
-def _media_from_labels(frame: pl.DataFrame) -> pl.DataFrame:
-    """Tapes the inventory does not type: the media type their label's suffix names, if any."""
-    unknown = frame.filter(pl.col("media_type") == "unknown")["volume"].unique().to_list()
-    guesses = {v: m.media_type for v in unknown if (m := media_from_barcode(v)) is not None}
-    if not guesses:
-        return frame
-    guess = pl.col("volume").replace_strict(guesses, default=None, return_dtype=pl.String)
-    return frame.with_columns(pl.coalesce(guess, pl.col("media_type")).alias("media_type"))
+    frame = copy_frame(conn, sql.SQL(_COPIES), COPY_SCHEMA, epoch=("written_at",))
+    return fill_media_from_labels(frame)
 
 
 def write_stream(copies: pl.DataFrame) -> pl.DataFrame:
