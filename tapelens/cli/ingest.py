@@ -300,97 +300,67 @@ def catalog(
     )
 
 
-@ingest.command("transfers")
-@_common("transfers")
-@pass_app
-def transfers(
-    app: App,
-    fmt: str,
-    files: tuple[str, ...],
-    strict: bool,
-    source: str | None,
-    year: int | None,
-    timezone: str,
-) -> None:
-    """Load what was read from or written to tape (transfer logs).
+# Transfers, mounts and inventories take the same options and load the same way: one command
+# each, made here, with its own help.
+_PLAIN_KINDS = (
+    (
+        "transfers",
+        """Load what was read from or written to tape (transfer logs).
 
     \b
     Example:
         tapelens ingest transfers --format dcache-billing --year 2021 billing-2021.11.02
-    """
-    _run(
-        app,
-        lookup("transfers", fmt),
-        files,
-        source,
-        DatasetRules(),
-        None,
-        strict=strict,
-        year=year,
-        timezone=timezone,
-    )
-
-
-@ingest.command("mounts")
-@_common("mounts")
-@pass_app
-def mounts(
-    app: App,
-    fmt: str,
-    files: tuple[str, ...],
-    strict: bool,
-    source: str | None,
-    year: int | None,
-    timezone: str,
-) -> None:
-    """Load cartridge mounts (PVL logs, CTA sessions, library exports).
+    """,
+    ),
+    (
+        "mounts",
+        """Load cartridge mounts (PVL logs, CTA sessions, library exports).
 
     \b
     Example:
         tapelens ingest mounts --format hpss-pvl --year 2021 pvl.log
-    """
-    _run(
-        app,
-        lookup("mounts", fmt),
-        files,
-        source,
-        DatasetRules(),
-        None,
-        strict=strict,
-        year=year,
-        timezone=timezone,
-    )
-
-
-@ingest.command("tapes")
-@_common("tapes")
-@pass_app
-def tapes(
-    app: App,
-    fmt: str,
-    files: tuple[str, ...],
-    strict: bool,
-    source: str | None,
-    year: int | None,
-    timezone: str,
-) -> None:
-    """Load a tape inventory (volume, barcode, media_type, library, pool, capacity, state).
+    """,
+    ),
+    (
+        "tapes",
+        """Load a tape inventory (volume, barcode, media_type, library, pool, capacity, state).
 
     \b
     Example:
         tapelens ingest tapes tapes.csv
-    """
-    _run(
-        app,
-        lookup("tapes", fmt),
-        files,
-        source,
-        DatasetRules(),
-        None,
-        strict=strict,
-        year=year,
-        timezone=timezone,
-    )
+    """,
+    ),
+)
+
+
+def _plain_command(kind: str, help_text: str) -> None:
+    @ingest.command(kind, help=help_text)
+    @_common(kind)
+    @pass_app
+    def command(
+        app: App,
+        fmt: str,
+        files: tuple[str, ...],
+        strict: bool,
+        source: str | None,
+        year: int | None,
+        timezone: str,
+    ) -> None:
+        _run(
+            app,
+            lookup(kind, fmt),
+            files,
+            source,
+            DatasetRules(),
+            None,
+            strict=strict,
+            year=year,
+            timezone=timezone,
+        )
+
+
+for _kind, _help in _PLAIN_KINDS:
+    _plain_command(_kind, _help)
 
 
 @ingest.command("manifest")
