@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import polars as pl
 
 from tapelens.db import connection
 from tapelens.ingest.migrations import migrate
@@ -52,3 +54,19 @@ class App:
 
 
 pass_app = click.make_pass_decorator(App)
+
+
+def drives_for(
+    drives: dict[str, int], files: pl.DataFrame, readers: Mapping[str, tuple[str, ...]]
+) -> dict[str, int]:
+    """The drives a command uses: those given or listed in tapelens.drives, else (said on
+    stderr) one drive of the first type that reads each media type present in `files`."""
+    if drives:
+        return drives
+    assumed: dict[str, int] = {}
+    for media in files["media_type"].unique().drop_nulls().to_list():
+        for drive_type in readers.get(media, ())[:1]:
+            assumed[drive_type] = 1
+    spec = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
+    click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
+    return assumed

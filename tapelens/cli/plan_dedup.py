@@ -9,10 +9,9 @@ from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
 from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, drives_for, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
-from tapelens.cli.predict import default_drives
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -69,10 +68,8 @@ def dedup(
         drives = parse_drives(drives_spec) if drives_spec else store.read_drives(conn)
     if dataset and copies.height == 0:
         raise InputError(f"dataset {dataset!r} has no file with more than one live copy")
-    if not drives and copies.height:
-        drives = default_drives(copies, readers)
-        spec = ",".join(f"{k}:{v}" for k, v in sorted(drives.items()))
-        click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
+    if copies.height:
+        drives = drives_for(drives, copies, readers)
     result = dedup_plan(copies, params, drives, readers)
     s = result.summary
     click.echo(

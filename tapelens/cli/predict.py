@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import click
 import polars as pl
 
@@ -11,22 +9,13 @@ from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
 from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.store import load_datasets
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, drives_for, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
 predict = BY_NAME["predict"]
-
-
-def default_drives(files: pl.DataFrame, readers: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
-    """One drive of the first reading type of every media type present."""
-    drives: dict[str, int] = {}
-    for media in files["media_type"].unique().drop_nulls().to_list():
-        for drive_type in readers.get(media, ())[:1]:
-            drives[drive_type] = 1
-    return drives
 
 
 @predict.command("datasets")
@@ -79,10 +68,7 @@ def datasets(
         click.echo(f"{len(unknown)} tape(s) of unknown media type: {what}", err=True)
     if files.height == 0:
         raise InputError("no live files match" + (f" dataset {dataset!r}" if dataset else ""))
-    if not drives:
-        drives = default_drives(files, readers)
-        spec = ",".join(f"{k}:{v}" for k, v in sorted(drives.items()))
-        click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
+    drives = drives_for(drives, files, readers)
     table = predict_datasets(files, drives, params, readers)
     blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
     if blocked:
