@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from tapelens.errors import ConfigError
-from tapelens.ingest.formats.base import Line, ParseOptions
+from tapelens.ingest.formats.base import Batch, Collector, Line, LineReader, ParseOptions
 
 INT64_MAX = 2**63 - 1
 QUOTE_CHARS = 60  # a reason quotes at most this much of a bad value
@@ -347,3 +347,33 @@ def choice(name: str, value: str | None, allowed: Sequence[str], default: str | 
     if value.lower() not in allowed:
         raise FieldError(f"{name} {quote(value)} is not one of {', '.join(allowed)}")
     return value.lower()
+
+
+def csv_log_rows(
+    path: str | Path,
+    options: ParseOptions,
+    schema: Mapping[str, Any],
+    columns: CsvColumns,
+    make_row: Callable[[dict[str, str], str], dict[str, Any] | None],
+) -> Iterator[Batch]:
+    """The batches of a CSV log: blank lines, header lines and records `make_row` passes over
+    (None) are counted skips; a FieldError is that line's refusal with its reason."""
+    with LineReader(path) as reader:
+        out = Collector(reader, options, schema)
+        for line in reader:
+            if not line.text.strip():
+                out.skip()
+                continue
+            try:
+                record = columns.read(line)
+                row = None if record is None else make_row(record, options.source)
+            except FieldError as exc:
+                out.reject(line, str(exc))
+                continue
+            if row is None:
+                out.skip()
+                continue
+            out.add(row, line.no)
+            if out.full():
+                yield out.flush()
+        yield out.flush()

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from tapelens.ingest.canonical import MOUNTS
-from tapelens.ingest.formats.base import Batch, Collector, LineReader, ParseOptions
+from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.logfields import (
     CsvColumns,
     FieldError,
     canonical_value,
     cell,
     choice,
+    csv_log_rows,
     quote,
 )
 
@@ -35,25 +36,8 @@ STATUSES = ("complete", "no_dismount", "no_mount", "no_request")
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Mounts of a CSV export; blank lines and header lines are counted skips."""
-    with LineReader(path) as reader:
-        out = Collector(reader, options, MOUNTS)
-        layout = CsvColumns(MOUNTS, REQUIRED, options, _default_layout)
-        for line in reader:
-            if not line.text.strip():
-                out.skip()
-                continue
-            try:
-                record = layout.read(line)
-                if record is None:
-                    out.skip()
-                    continue
-                out.add(_row(record, options.source), line.no)
-            except FieldError as exc:
-                out.reject(line, str(exc))
-                continue
-            if out.full():
-                yield out.flush()
-        yield out.flush()
+    layout = CsvColumns(MOUNTS, REQUIRED, options, _default_layout)
+    yield from csv_log_rows(path, options, MOUNTS, layout, _row)
 
 
 def _default_layout(fields: int) -> Sequence[str] | None:

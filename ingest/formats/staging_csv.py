@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from tapelens.ingest.canonical import TRANSFERS
-from tapelens.ingest.formats.base import Batch, Collector, LineReader, ParseOptions
+from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.logfields import (
     CsvColumns,
     FieldError,
     cell,
+    csv_log_rows,
     epoch_time,
     hpss_cartridge,
     integer,
@@ -57,26 +58,8 @@ _UNIX_TIME = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Recalls of a staging export; blank lines, headers and unfinished requests are skips."""
-    with LineReader(path) as reader:
-        out = Collector(reader, options, TRANSFERS)
-        layout = CsvColumns(COLUMNS, REQUIRED, options, lambda n: COLUMNS)
-        for line in reader:
-            if not line.text.strip():
-                out.skip()
-                continue
-            try:
-                record = layout.read(line)
-                row = None if record is None else _row(record, options.source)
-            except FieldError as exc:
-                out.reject(line, str(exc))
-                continue
-            if row is None:
-                out.skip()
-                continue
-            out.add(row, line.no)
-            if out.full():
-                yield out.flush()
-        yield out.flush()
+    layout = CsvColumns(COLUMNS, REQUIRED, options, lambda n: COLUMNS)
+    yield from csv_log_rows(path, options, TRANSFERS, layout, _row)
 
 
 def _row(record: dict[str, str], source: str) -> dict[str, Any] | None:

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from tapelens.ingest.canonical import TRANSFERS
-from tapelens.ingest.formats.base import Batch, Collector, LineReader, ParseOptions
+from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.logfields import (
     CsvColumns,
     FieldError,
     canonical_value,
     cell,
     choice,
+    csv_log_rows,
 )
 
 KIND = "transfers"
@@ -31,25 +32,8 @@ STATUSES = ("ok", "failed")
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Transfers of a canonical CSV; blank lines and header lines are counted skips."""
-    with LineReader(path) as reader:
-        out = Collector(reader, options, TRANSFERS)
-        layout = CsvColumns(TRANSFERS, REQUIRED, options, lambda n: tuple(TRANSFERS))
-        for line in reader:
-            if not line.text.strip():
-                out.skip()
-                continue
-            try:
-                record = layout.read(line)
-                if record is None:
-                    out.skip()
-                    continue
-                out.add(_row(record, options.source), line.no)
-            except FieldError as exc:
-                out.reject(line, str(exc))
-                continue
-            if out.full():
-                yield out.flush()
-        yield out.flush()
+    layout = CsvColumns(TRANSFERS, REQUIRED, options, lambda n: tuple(TRANSFERS))
+    yield from csv_log_rows(path, options, TRANSFERS, layout, _row)
 
 
 def _row(record: dict[str, str], source: str) -> dict[str, Any]:
