@@ -50,12 +50,11 @@ HPSS_DISMOUNT_DELAY_S = 15 * 60.0
 # IBM Spectrum Protect (TSM) DEFINE DEVCLASS MOUNTRETENTION: minutes an idle sequential-access
 # volume stays mounted, default 60.
 TSM_MOUNT_RETENTION_S = 60 * 60.0
-# What a front end lets through at once. dCache hands each restore to the tape system through a
-# pool's restore queue whose concurrency the site sets (`rh set max active`, later the nearline
-# provider's `c:gets`); BNL's HPSS Batch front end (ERADAT) is fed per tape. With no published
-# default, the baseline lets through as many requests as there are drives, one per drive: the
-# smallest window that can keep every drive busy. The bench shows how the figures move with it.
-WINDOW_PER_DRIVE = 1
+# What a front end lets through at once has no published default: dCache hands restores to the
+# tape system through a pool's restore queue whose concurrency each site sets (`rh set max
+# active`, later the nearline provider's `c:gets`), and a request list given to hsi, pftp or an
+# FTS bring-online job goes in one piece. The baseline therefore lets the whole list through at
+# once (window None) unless told otherwise; the BNL bench shows how the figures move with it.
 
 # Event kinds, in the order they are handled when they fall at the same time.
 _ARRIVE, _DONE, _IDLE_END = 0, 1, 2
@@ -87,8 +86,8 @@ READS_SCHEMA: dict[str, pl.DataType] = {
 class DirectSubmission:
     """How the front end and the tape system behave (docs/baselines.md, with sources).
 
-    window: requests outstanding at the tape system at once; None lets through one per drive
-        (WINDOW_PER_DRIVE); 0 or less lets everything through at once.
+    window: requests outstanding at the tape system at once (at least 1); None lets the whole
+        request list through at once.
     idle_dismount_s: how long a drive keeps a tape with no queued request before it rewinds and
         unloads it (HPSS deferred dismount by default; TSM_MOUNT_RETENTION_S for TSM; 0 for a
         system that unloads as soon as a tape's queue is empty).
@@ -105,12 +104,12 @@ class DirectSubmission:
         """IBM Spectrum Protect's defaults: an idle volume stays mounted 60 minutes."""
         return cls(window=window, idle_dismount_s=TSM_MOUNT_RETENTION_S)
 
-    def window_for(self, drives: int, files: int) -> int:
-        """The window in requests for this many drives and files (at least 1)."""
+    def window_for(self, files: int) -> int:
+        """The window in requests for a list of this many files."""
         if self.window is None:
-            return max(1, WINDOW_PER_DRIVE * drives)
-        if self.window <= 0:
             return max(1, files)
+        if self.window < 1:
+            raise InputError(f"the submission window must be at least 1 request, got {self.window}")
         return self.window
 
     def as_dict(self) -> dict[str, Any]:
@@ -182,7 +181,7 @@ def serve_direct(
     if not counts:
         raise InputError("direct submission needs at least one drive")
     n = requests.height
-    window = options.window_for(sum(counts.values()), n)
+    window = options.window_for(n)
     if n == 0:
         return DirectResult(
             0.0, 0, 0, 0, pl.DataFrame(schema=TIMELINE_SCHEMA), pl.DataFrame(schema=READS_SCHEMA)
