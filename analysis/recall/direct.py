@@ -236,7 +236,7 @@ class _Run:
         self.n = requests.height
         self.window = window
         self.options = options
-        self.fids = requests["fid"].to_list()
+        self.fids = requests["fid"]  # kept as given: integer codes or file ids
         self.sizes = requests["size_bytes"].to_list()
         volumes = requests["volume"].cast(pl.String)
         self.tape_names: list[str] = volumes.unique(maintain_order=True).to_list()
@@ -282,7 +282,6 @@ class _Run:
         self.mount_no = [0] * n_drives
         self.next_tape = [-1] * n_drives  # the tape to mount once an unload ends
         self.action = [_MOUNT] * n_drives  # what a busy drive is doing
-        self.reading = [-1] * n_drives  # the request a drive is reading
         self.where = [_SHELF] * len(self.tape_names)
         self.queue: list[deque[int]] = [deque() for _ in self.tape_names]
         self.waiting: dict[str, list[tuple[int, int]]] = {m: [] for m in self.readers}
@@ -451,7 +450,6 @@ class _Run:
             positioning, duration = self.cont_pos[r], self.cont[r]
         self.state[k] = _BUSY
         self.action[k] = _READ
-        self.reading[k] = r
         located = now + positioning
         end = now + duration
         if positioning > 0:
@@ -504,14 +502,8 @@ class _Run:
                 "start_s": self.read_start,
                 "end_s": self.read_end,
             },
-            schema_overrides={"fid": requests_fid_dtype(self.fids)},
         )
         makespan = max(end for *_, end in self.timeline) if self.timeline else 0.0
         return DirectResult(
             makespan, self.mounts, self.n, int(sum(self.sizes)), timeline, reads, self.window
         )
-
-
-def requests_fid_dtype(fids: list[Any]) -> pl.DataType:
-    """File ids keep their type: integers from the catalog, strings from hand-made lists."""
-    return pl.Int64() if all(isinstance(f, int) for f in fids) else pl.String()
