@@ -18,7 +18,6 @@ PARAMS = default_params()
 READERS = readable_by_catalog()
 GB = 1_000_000_000
 LTO8 = PARAMS["LTO-8"]
-ALL_AT_ONCE = DirectSubmission()
 
 
 def requests(
