@@ -19,11 +19,11 @@ import polars as pl
 
 from tapelens.analysis.recall.baselines import (
     BaselineResult,
-    fifo_direct,
     newest_copies,
     newest_copy,
 )
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
+from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, Recall, candidate_bounds, recall
@@ -42,6 +42,8 @@ class PlanOptions:
     exact_limit: int = EXACT_LIMIT
     baselines: bool = True
     objective: str = "makespan"
+    # How the FIFO baseline's tape system serves direct submission (direct.py).
+    direct: DirectSubmission = field(default_factory=DirectSubmission)
 
     @property
     def drive_counts(self) -> dict[str, int]:
@@ -102,8 +104,9 @@ def plan_recall(
     baselines: dict[str, BaselineResult] = {}
     if options.baselines:
         newest = newest_copies(copies)
-        with_owner = newest.join(wanted.select("fid", "fifo_rank"), on="fid")
-        baselines["fifo"] = fifo_direct(with_owner, drives, params_by_media, readers, tape="vid")
+        submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort("fifo_rank")
+        direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
+        baselines["fifo"] = direct.baseline()
         baselines["newest_copy"] = newest_copy(
             newest, chosen, schedule, wanted, params_by_media, drives, sharing, readers
         )

@@ -9,6 +9,7 @@ import click
 
 from tapelens.analysis.recall import export as plan_export
 from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.direct import DirectSubmission
 from tapelens.analysis.recall.dispatch import (
     DEFAULT_POLICY,
     POLICIES,
@@ -51,6 +52,12 @@ plan = BY_NAME["plan"]
     help="When files have several copies: finish soonest (drives that would idle read other"
     " copies), or spend the least drive time (fewest, shortest mounts).",
 )
+@click.option(
+    "--fifo-window",
+    type=click.IntRange(min=1),
+    help="Requests the front end lets through at once in the FIFO baseline (default: the whole"
+    " list, as hsi or a bulk stage request sends it).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="The plan as CSV.")
 @click.option(
     "--summary",
@@ -77,6 +84,7 @@ def recall(
     requester_limit: int | None,
     group_weights: str | None,
     objective: str,
+    fifo_window: int | None,
     output: str | None,
     summary_file: str | None,
     formats: tuple[str, ...],
@@ -104,7 +112,10 @@ def recall(
         group_weights=parse_group_weights(group_weights) if group_weights else (),
     )
     options = PlanOptions(
-        drives=tuple(parse_drives(drives_spec).items()), sharing=sharing, objective=objective
+        drives=tuple(parse_drives(drives_spec).items()),
+        sharing=sharing,
+        objective=objective,
+        direct=DirectSubmission(window=fifo_window),
     )
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
