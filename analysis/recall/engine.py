@@ -137,7 +137,8 @@ def _recall_alone(
     a relieved set too, the best of them under the policy's objective."""
 
     def build(chosen: pl.DataFrame) -> Schedule:
-        return build_schedule(chosen, wanted, params_by_media, drives, policy.sharing, readers)
+        parts = with_other_volumes(chosen, copies)
+        return build_schedule(parts, wanted, params_by_media, drives, policy.sharing, readers)
 
     if policy.copies == "newest":
         return Recall(build(newest_copies(copies)), None, "newest")
@@ -212,6 +213,55 @@ def candidate_bounds(
         parts["group_limit_s"] = float(most or 0.0) / min(max_drives_per_group, n_drives)
     parts["lower_bound_s"] = max(parts.values())
     return parts
+
+
+def with_other_volumes(chosen: pl.DataFrame, copies: pl.DataFrame) -> pl.DataFrame:
+    """The chosen copies, each copy that needs several cartridges (other_volumes: striped, or
+    going on to the next) as one read per cartridge: an equal share of its bytes on each, the
+    first where the copy starts, the others from the start of their cartridge, so that the
+    recall mounts every cartridge the copy needs. The share is an estimate: the catalogs say
+    which cartridges, not how the bytes are split. `part` numbers the reads of one copy."""
+    if (
+        "other_volumes" not in chosen.columns
+        or chosen["other_volumes"].null_count() == chosen.height
+    ):
+        return chosen
+    several = chosen.filter(pl.col("other_volumes").is_not_null())
+    others = several["other_volumes"].str.split(",")
+    n_parts = others.list.len() + 1
+    share = (several["size_bytes"] // n_parts).alias("size_bytes")
+    first = several.with_columns(share, pl.lit(1, pl.Int32).alias("part"))
+    extra = (
+        several.with_columns(share, others.alias("_volume"))
+        .with_columns(pl.int_ranges(2, n_parts + 1, dtype=pl.Int32).alias("part"))
+        .explode(["_volume", "part"])
+        .with_columns(
+            pl.col("_volume").alias("volume"),
+            pl.lit(1, pl.Int64).alias("position"),
+            pl.lit(None, pl.Int64).alias("offset_bytes"),
+            pl.lit(None, pl.String).alias("aggregate_id"),
+        )
+        .drop("_volume")
+    )
+    if "start_bytes" in extra.columns:
+        extra = extra.with_columns(pl.lit(0, pl.Int64).alias("start_bytes"))
+    # A cartridge the plan knows keeps its tape code; one it does not gets a new one.
+    known = copies.select("volume", "vid").unique("volume")
+    extra = extra.drop("vid").join(known, on="volume", how="left")
+    start = int(copies.select(pl.col("vid").max()).item() or 0) + 1
+    unknown = extra.filter(pl.col("vid").is_null())["volume"].unique().sort().to_list()
+    if unknown:
+        codes = dict(zip(unknown, range(start, start + len(unknown)), strict=True))
+        extra = extra.with_columns(
+            pl.coalesce(
+                pl.col("vid"),
+                pl.col("volume").replace_strict(codes, default=None, return_dtype=pl.Int64),
+            ).alias("vid")
+        )
+    alone = chosen.filter(pl.col("other_volumes").is_null()).with_columns(
+        pl.lit(None, pl.Int32).alias("part")
+    )
+    return pl.concat([alone, first, extra.select(first.columns)], how="vertical_relaxed")
 
 
 def _idle_share(schedule: Schedule, drives: Mapping[str, int]) -> float:

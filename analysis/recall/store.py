@@ -39,6 +39,7 @@ CATALOG_SCHEMA: dict[str, Any] = {
     "avg_object_bytes": pl.Float64,
     "media_type": pl.String,
     "tape_state": pl.String,
+    "other_volumes": pl.String,  # further cartridges a copy needs (comma-separated), or null
 }
 
 # Each step is a temporary table with fresh statistics, so that the planner of the next step
@@ -57,7 +58,7 @@ _CATALOG_STEPS = (
     "analyze plan_files",
     """create temporary table plan_copies on commit drop as
     select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
-           f.aggregate_id, f.copy_no, f.written_at
+           f.aggregate_id, f.copy_no, f.written_at, f.other_volumes
     from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
     where f.removed_at is null""",
     "analyze plan_copies",
@@ -86,7 +87,7 @@ select c.file_id, c.path, c.dataset, c.size_bytes, c.volume, c.position, c.offse
        c.aggregate_id, c.copy_no, extract(epoch from c.written_at) as written_at,
        (a.object_start + coalesce(c.offset_bytes, 0))::bigint as start_bytes, p.avg_object_bytes,
        coalesce(t.media_type, 'unknown') as media_type,
-       coalesce(t.state, 'unknown') as tape_state
+       coalesce(t.state, 'unknown') as tape_state, c.other_volumes
 from plan_copies c
 left join plan_objects a on a.volume = c.volume and a.position = c.position
 left join per_tape p on p.volume = c.volume

@@ -220,3 +220,23 @@ def test_idle_drives_read_stray_copies_rather_than_one_long_home_tape() -> None:
     frugal = plan_recall(asked, catalog(rows), PARAMS, options("LTO8:10", objective="drive-time"))
     assert frugal.summary["mounts"] == 1
     assert frugal.summary["makespan_s"] > plan.summary["makespan_s"]
+
+
+def test_a_copy_on_several_cartridges_mounts_them_all() -> None:
+    # An HPSS copy listed with one position and two volumes needs both cartridges: the plan
+    # mounts both, reads a share of the file from each, and the time counts both mounts.
+    rows = tape("T1", "d", 3)
+    big = copy("big", "T1", 10, dataset="d", size_bytes=30 * GB)
+    rows.append({**big, "other_volumes": "T9"})
+    cat = catalog(rows)
+    plan = plan_recall(requests_frame(["d"], "dataset"), cat, PARAMS, options("LTO8:2"))
+    assert set(plan.schedule.tapes["volume"]) == {"T1", "T9"}
+    parts = plan.files.filter(pl.col("file_id") == "big").sort("part")
+    assert parts.select("volume", "part", "size_bytes").rows() == [
+        ("T1", 1, 15 * GB),
+        ("T9", 2, 15 * GB),
+    ]
+    alone = plan_recall(
+        requests_frame(["d"], "dataset"), catalog(rows[:-1] + [big]), PARAMS, options("LTO8:2")
+    )
+    assert alone.summary["mounts"] == 1 and plan.summary["mounts"] == 2

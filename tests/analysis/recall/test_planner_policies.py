@@ -36,6 +36,7 @@ def big_and_lone() -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.lit(WRITTEN).alias("written_at"),
         pl.lit("LTO-8").alias("media_type"),
         pl.lit("full").alias("tape_state"),
+        pl.lit(None, pl.String).alias("other_volumes"),
     )
     lone = catalog(tape("ISO", "lone", 1, first=700))
     cat = pl.concat([big.cast(SCHEMA), lone])  # type: ignore[arg-type]
