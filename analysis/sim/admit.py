@@ -55,7 +55,7 @@ def admitter(e: Engine) -> Callable[[float], None]:
     adm, admit_s, plan_live = e.adm, e.admit_s, e.plan_live
     tape_drive, pending, pool_bytes = e.tape_drive, e.pending, e.pool_bytes
     tape, size, media, requester = e.p.tape, e.p.size, e.p.tape_media, e.p.requester
-    fifo_append, route, demand = e.fifo_pool.append, e.route, e.demand
+    fifo_append, route, demand, drives = e.fifo_pool.append, e.route, e.demand, e.drives
     fifo, planned, count_bytes = e.fifo, e.sched == "planned", e.count_bytes
     by_demand = e.policy == "by-demand"
     queues = e.queues if not by_demand else None
@@ -77,9 +77,14 @@ def admitter(e: Engine) -> Callable[[float], None]:
             if not repeats or admit_s[r] != admit_s[r]:  # NaN: first admission
                 admit_s[r] = now
             t = tape[r]
-            if fifo and not (planned and plan_live[r]):
-                st[r] = POOL
-                fifo_append(r)
+            if fifo:
+                held = tape_drive[t]
+                if held >= 0 and not (drives[held].unloading() and drives[held].tape == t):
+                    sched.fifo_join(e, r, drives[held], now)
+                else:
+                    st[r] = POOL
+                    fifo_append(r)
+                    pending[t].append(r)
             elif (planned and plan_live[r]) or tape_drive[t] >= 0:
                 route(r, now)
             else:  # to the pool
@@ -132,10 +137,9 @@ def place_new(e: Engine, reqs: list[int], now: float) -> bool:
         return False
     a = arrays(e)
     ids = np.asarray(reqs, dtype=np.int64)
-    if not e.fifo:
-        held = [t for t, d in enumerate(e.tape_drive) if d >= 0]
-        if held and np.isin(a.tape[ids], held).any():  # some go to a drive: one by one
-            return False
+    held = [t for t, d in enumerate(e.tape_drive) if d >= 0]
+    if held and np.isin(a.tape[ids], held).any():  # some go to a drive: one by one
+        return False
     first = e.adm_next
     # Per-request lists written in id order, not in the batch's (random) order: the same
     # values, with memory read in sequence rather than all over.
@@ -151,6 +155,9 @@ def place_new(e: Engine, reqs: list[int], now: float) -> bool:
     e.window_used += len(reqs)
     if e.fifo:
         e.fifo_pool.extend(reqs)
+        pending, tapes = e.pending, a.tape[ids].tolist()
+        for r, t in zip(reqs, tapes, strict=True):
+            pending[t].append(r)
         return True
     _pool(e, by_id, a.tape[by_id])
     if e.policy != "by-demand":

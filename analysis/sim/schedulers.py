@@ -171,44 +171,60 @@ def wake_idle(e: Engine, now: float) -> None:
             choose_and_go(e, drv, now)
 
 
+def fifo_join(e: Engine, r: int, drv: DriveState, now: float) -> None:
+    """Request r goes to the drive that holds (or is about to mount) its tape, read after the
+    ones before it: a tape system reads a mounted tape's queue in arrival order."""
+    e.st[r] = ASSIGNED
+    if drv.tape != e.p.tape[r]:
+        drv.next_work.append(r)
+    else:
+        drv.work.append(r)
+        if drv.phase == IDLE:
+            e.next_read(drv, now)
+
+
 def fifo_dispatch(e: Engine, now: float) -> None:
-    """FIFO: requests in arrival order; one for a tape a drive holds joins that drive's list,
-    any other takes the first free drive that reads it (an empty one first, then the longest
-    idle), whose tape is dismounted then. A request that finds no free drive holds up the
-    ones behind it."""
-    pool, st, tape, drives = e.fifo_pool, e.st, e.p.tape, e.drives
-    while pool:
-        r = pool[0]
-        if st[r] != POOL:
-            pool.popleft()
+    """FIFO as a tape system serves direct submission: one queue per tape. A request for a tape
+    a drive holds has joined that drive's list on admission (fifo_join); each free drive mounts
+    the tape of the oldest waiting request it can read (an empty drive first, then the longest
+    idle, whose tape is dismounted then), with every request waiting for that tape, in arrival
+    order. A request that waits for a drive holds up no request behind it for another tape."""
+    pool, st, tape, drives, pending = e.fifo_pool, e.st, e.p.tape, e.drives, e.pending
+    blocked: set[int] = set()  # media no free drive reads just now
+    i = 0  # requests before it wait; from it on, not looked at yet
+    while e.idle and i < len(pool):
+        r = pool[i]
+        if st[r] != POOL:  # taken with its tape's queue, or gone: drop it when at the front
+            if i == 0:
+                pool.popleft()
+            else:
+                i += 1
             continue
         t = tape[r]
-        d = e.tape_drive[t]
-        if d >= 0:
-            drv = drives[d]
-            if drv.unloading() and drv.tape == t:
-                return  # on its way back to its cell: wait until it is there
-            pool.popleft()
-            st[r] = ASSIGNED
-            if drv.tape != t:
-                drv.next_work.append(r)
-            else:
-                drv.work.append(r)
-                if drv.phase == IDLE:
-                    e.next_read(drv, now)
+        if e.tape_drive[t] >= 0:  # its tape is on its way out of a drive: it waits for the cell
+            i += 1
             continue
         media = e.p.tape_media[t]
+        if media in blocked:
+            i += 1
+            continue
         free: Iterable[DriveState] = map(drives.__getitem__, e.idle)
         if not e.read_by_all[media]:
             free = [x for x in free if x.reads[media]]
         drv = min(free, key=IDLE_ORDER, default=None)
         if drv is None:
-            return
-        pool.popleft()
-        st[r] = ASSIGNED
+            blocked.add(media)
+            i += 1
+            continue
+        reqs = list(dict.fromkeys(x for x in pending[t] if st[x] == POOL))  # listed once each
+        pending[t] = []
+        for x in reqs:
+            st[x] = ASSIGNED
         e.tape_drive[t] = drv.index
         if drv.tape >= 0:
-            drv.next_tape, drv.next_work = t, [r]
+            drv.next_tape, drv.next_work = t, reqs
             e.unmount(drv, now)
         else:
-            e.mount(drv, t, [r], now)
+            e.mount(drv, t, reqs, now)
+    while pool and st[pool[0]] != POOL:
+        pool.popleft()

@@ -11,10 +11,13 @@ is in inputs.py (request frame to flat lists, scalar read times), events.py (eve
 actions), schedulers.py, faults.py, results.py and io.py (files in and out).
 
 Schedulers (docs/domain.md, "What a good recall does"):
-- fifo: requests in arrival order; one for a mounted tape joins that drive's queue, any other
-  takes the first free compatible drive (an empty one first), whose tape is dismounted then; a
-  request that finds no free drive holds up the ones behind it. A drive reads its queue in
-  arrival order; a tape stays mounted until its drive is needed elsewhere.
+- fifo: direct submission as HPSS, CTA and Spectrum Protect serve it (docs/baselines.md): one
+  queue per tape; a request for a tape a drive holds joins that drive's queue; a free drive
+  mounts the tape of the oldest waiting request it can read (an empty drive first, then the
+  longest idle, whose tape is dismounted then) with every request waiting for that tape; a
+  drive reads its queue in arrival order; a tape stays mounted until its drive is needed
+  elsewhere. With a window, requests that are not visible yet cannot join their tape's queue:
+  a small window makes tapes leave and come back.
 - sorted: a drive reads one tape at a time in position order (aggregate members by offset),
   pulling in every visible request of that tape; requests arriving for the mounted tape are read
   in the same pass when ahead of the head, otherwise in one more pass after it. Which tape a

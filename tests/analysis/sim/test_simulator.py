@@ -146,15 +146,25 @@ def test_a_plan_simulates_to_its_prediction() -> None:
     assert tight.makespan_s > 1.05 * predicted.makespan_s
 
 
-def test_fifo_follows_arrival_order_and_remounts() -> None:
-    """Requests alternating between two tapes: fifo on one drive mounts at every switch,
-    sorted mounts each tape once."""
-    a, b = files("C00001L7", [10, 20, 30]), files("C00002L7", [10, 20, 30])
+def test_fifo_queues_per_tape_and_remounts_behind_a_small_window() -> None:
+    """Requests alternating between two tapes, one drive. With the whole list at the tape
+    system, fifo queues them per tape: the tape of the oldest request is mounted and every
+    request for it read in arrival order, then the other tape (two mounts). A front end that
+    lets one request through at a time makes every switch a mount; sorted mounts each tape
+    once either way."""
+    a, b = files("C00001L7", [30, 20, 10]), files("C00002L7", [10, 20, 30])
     alternating = pl.concat([a[0], b[0], a[1], b[1], a[2], b[2]])
     fifo = run(alternating, scheduler="fifo")
-    assert fifo.summary.mounts == 6
+    assert fifo.summary.mounts == 2
     reads = fifo.events.filter(pl.col("kind") == "read")["path"].to_list()
-    assert reads == alternating["path"].to_list()
+    # Tape C00001's requests in arrival order (positions 30, 20, 10: back and forth), then
+    # C00002's.
+    assert reads == pl.concat([a, b])["path"].to_list()
+    narrow = run(alternating, scheduler="fifo", window=1)
+    assert narrow.summary.mounts == 6
+    assert narrow.events.filter(pl.col("kind") == "read")["path"].to_list() == (
+        alternating["path"].to_list()
+    )
     assert run(alternating, scheduler="sorted").summary.mounts == 2
     # With a drive per tape, fifo keeps each tape mounted and queues the next requests to it.
     assert run(alternating, drives=2, robots=2, scheduler="fifo").summary.mounts == 2
