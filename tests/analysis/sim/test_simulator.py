@@ -8,6 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
+from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import predict_recall
 from tapelens.analysis.sim.simulator import (
     Fault,
@@ -270,3 +272,24 @@ def test_bad_inputs_are_refused_with_a_reason() -> None:
         run(files("H00001L7", [1]), scheduler="planned")
     with pytest.raises(InputError, match="scheduler"):
         SimConfig(scheduler="lifo")
+
+
+@pytest.mark.parametrize("window", [None, 1, 3])
+def test_fifo_mounts_as_the_direct_submission_baseline_does(window: int | None) -> None:
+    # The simulator's fifo and the planner's direct-submission baseline model the same tape
+    # system: on an interleaved list, with or without a front-end window, they mount the same
+    # tapes the same number of times.
+    parts = [files(f"E0000{t}L7", [10 * (i + 1) for i in range(4)]) for t in range(3)]
+    interleaved = pl.concat([parts[t][i] for i in range(4) for t in range(3)])
+    simulated = run(interleaved, drives=2, robots=2, scheduler="fifo", window=window)
+    requests = interleaved.with_row_index("fid").with_columns(
+        pl.col("fid").cast(pl.Int64), pl.lit(None, pl.Int64).alias("offset_bytes")
+    )
+    direct = serve_direct(
+        requests,
+        {"LTO-8": 2},
+        PARAMS,
+        readable_by_catalog(),
+        DirectSubmission(window=window, idle_dismount_s=float("inf")),
+    )
+    assert simulated.summary.mounts == direct.mounts
