@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tapelens.ingest.canonical import TRANSFERS
-from tapelens.ingest.formats.base import Batch, Collector, Line, LineReader, ParseOptions
+from tapelens.ingest.formats.base import Batch, Line, ParseOptions
 from tapelens.ingest.formats.logfields import (
     FieldError,
     YearTracker,
@@ -37,6 +37,7 @@ from tapelens.ingest.formats.logfields import (
     first_year,
     integer,
     local_time,
+    log_rows,
     month_day,
     quote,
     seconds,
@@ -60,24 +61,12 @@ _REST = re.compile(
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Transfers of a billing file; other record types and blank lines are counted skips."""
     years = YearTracker(first_year(path, options, "dCache billing"))
-    with LineReader(path) as reader:
-        out = Collector(reader, options, TRANSFERS)
-        for line in reader:
-            if not line.text.strip():
-                out.skip()
-                continue
-            try:
-                row = _record(line, years, options.source, options.timezone)
-            except FieldError as exc:
-                out.reject(line, str(exc))
-                continue
-            if row is None:
-                out.skip()
-                continue
-            out.add(row, line.no)
-            if out.full():
-                yield out.flush()
-        yield out.flush()
+    yield from log_rows(
+        path,
+        options,
+        TRANSFERS,
+        lambda line: _record(line, years, options.source, options.timezone),
+    )
 
 
 def _record(

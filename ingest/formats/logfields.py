@@ -349,14 +349,13 @@ def choice(name: str, value: str | None, allowed: Sequence[str], default: str | 
     return value.lower()
 
 
-def csv_log_rows(
+def log_rows(
     path: str | Path,
     options: ParseOptions,
     schema: Mapping[str, Any],
-    columns: CsvColumns,
-    make_row: Callable[[dict[str, str], str], dict[str, Any] | None],
+    row_of: Callable[[Line], dict[str, Any] | None],
 ) -> Iterator[Batch]:
-    """The batches of a CSV log: blank lines, header lines and records `make_row` passes over
+    """The batches of a log read one line at a time: blank lines and lines `row_of` passes over
     (None) are counted skips; a FieldError is that line's refusal with its reason."""
     with LineReader(path) as reader:
         out = Collector(reader, options, schema)
@@ -365,8 +364,7 @@ def csv_log_rows(
                 out.skip()
                 continue
             try:
-                record = columns.read(line)
-                row = None if record is None else make_row(record, options.source)
+                row = row_of(line)
             except FieldError as exc:
                 out.reject(line, str(exc))
                 continue
@@ -377,3 +375,19 @@ def csv_log_rows(
             if out.full():
                 yield out.flush()
         yield out.flush()
+
+
+def csv_log_rows(
+    path: str | Path,
+    options: ParseOptions,
+    schema: Mapping[str, Any],
+    columns: CsvColumns,
+    make_row: Callable[[dict[str, str], str], dict[str, Any] | None],
+) -> Iterator[Batch]:
+    """The batches of a CSV log (log_rows): header lines are counted skips too."""
+
+    def row_of(line: Line) -> dict[str, Any] | None:
+        record = columns.read(line)
+        return None if record is None else make_row(record, options.source)
+
+    return log_rows(path, options, schema, row_of)
