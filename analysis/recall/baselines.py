@@ -8,15 +8,13 @@ direct.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.dispatch import Sharing, dispatch
-from tapelens.analysis.recall.schedule import Schedule, timed_tapes
-from tapelens.analysis.throughput.model import MB, ModelParams
+from tapelens.analysis.recall.schedule import Schedule
+from tapelens.analysis.throughput.model import MB
 
 
 @dataclass(frozen=True)
@@ -29,6 +27,16 @@ class BaselineResult:
     @property
     def rate_mb_s(self) -> float:
         return self.bytes / MB / self.makespan_s if self.makespan_s > 0 else 0.0
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> BaselineResult:
+        """A schedule's figures (reads, not files, where a copy spans cartridges)."""
+        tapes = schedule.tapes
+        if tapes.height == 0:
+            return cls(0.0, 0, 0, 0)
+        return cls(
+            schedule.makespan_s, tapes.height, int(tapes["files"].sum()), int(tapes["bytes"].sum())
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,33 +58,3 @@ def newest_copies(copies: pl.DataFrame, key: str | list[str] = "fid") -> pl.Data
         ["written_at", "copy_no"], descending=True, nulls_last=True, maintain_order=True
     ).unique(key, keep="first", maintain_order=True)
     return pl.concat([copies.filter(~several), newest])
-
-
-def newest_copy(
-    newest: pl.DataFrame,
-    planned: pl.DataFrame,
-    plan: Schedule,
-    wanted: pl.DataFrame,
-    params_by_media: Mapping[str, ModelParams],
-    drives: Mapping[str, int],
-    sharing: Sharing,
-    readers: Mapping[str, tuple[str, ...]],
-) -> BaselineResult:
-    """The newest copies read with the plan's ordering and sharing. Tapes whose set of reads
-    is the same as in the plan (`planned` copies, `plan` schedule) keep the plan's timing."""
-    moved = (
-        newest.select("fid", "vid")
-        .join(planned.select("fid", pl.col("vid").alias("was")), on="fid")
-        .filter(pl.col("vid") != pl.col("was"))
-    )
-    touched = pl.concat([moved["vid"], moved["was"]]).unique().implode()
-    _, changed = timed_tapes(
-        newest.filter(pl.col("vid").is_in(touched)), wanted, params_by_media, detail=False
-    )
-    kept = plan.tapes.filter(~pl.col("vid").is_in(touched)).select(changed.columns)
-    tapes = pl.concat([kept, changed.cast(kept.schema)]) if kept.height else changed
-    placed = dispatch(tapes, drives, sharing, readers)
-    end = float(placed.select(pl.col("end_s").max()).item() or 0.0)
-    return BaselineResult(
-        end, placed.height, int(placed["files"].sum()), int(placed["bytes"].sum())
-    )

@@ -16,7 +16,7 @@ import polars as pl
 
 from tapelens.analysis.recall.dispatch import Sharing
 from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
+from tapelens.analysis.recall.engine import Policy, engine_inputs, readable_media, recall
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.tape_states import NOT_RECALLABLE
 
@@ -154,7 +154,7 @@ def _recall(
     """Per dataset: tapes, unreadable_tapes, s, rate_mb_s; and the copies the engine read."""
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     counts = {d: n for d, n in drives.items() if n > 0}
-    readable = [m for m, kinds in readers.items() if any(counts.get(k, 0) for k in kinds)]
+    readable = readable_media(counts, readers)
     can = pl.col("media_type").is_in(readable)
     if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
         can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))

@@ -68,6 +68,8 @@ class Recall:
     schedule: Schedule
     choice: CopyChoice | None
     copy_set: str = "cheapest"
+    # The newest copies read the same way: the newest-copy baseline, scheduled once here.
+    newest: Schedule | None = None
 
     @property
     def makespan_s(self) -> float:
@@ -141,21 +143,23 @@ def _recall_alone(
         return build_schedule(parts, wanted, params_by_media, drives, policy.sharing, readers)
 
     if policy.copies == "newest":
-        return Recall(build(newest_copies(copies)), None, "newest")
+        only = build(newest_copies(copies))
+        return Recall(only, None, "newest", only)
     choice = _cheapest(copies, params_by_media, policy)
     cheapest = choice.chosen.drop("cost_s")
     best = (cheapest, build(cheapest), "cheapest")
     if copies["fid"].n_unique() == copies.height:  # one copy per file: nothing to weigh
-        return Recall(best[1], choice, best[2])
+        return Recall(best[1], choice, best[2], best[1])  # the newest copies are the only ones
     key = _objective(policy.objective)
     newest = newest_copies(copies)
-    tried = [best, (newest, build(newest), "newest")]
+    newest_schedule = build(newest)
+    tried = [best, (newest, newest_schedule, "newest")]
     start = min(tried, key=lambda t: key(t[1]))
     if policy.objective == "makespan" and _idle_share(start[1], drives) > IDLE_WORTH_WEIGHING:
         relieved = _relieve(start[0], start[1], copies, params_by_media, build, key)
         tried.append((relieved[0], relieved[1], "relieved"))
     winner = min(tried, key=lambda t: key(t[1]))
-    return Recall(winner[1], choice, winner[2])
+    return Recall(winner[1], choice, winner[2], newest_schedule)
 
 
 def candidate_bounds(
@@ -329,6 +333,11 @@ def _relieve(
     return chosen, schedule
 
 
+def readable_media(drives: Mapping[str, int], readers: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The media types some given drive (type -> count) reads."""
+    return sorted(m for m, kinds in readers.items() if any(drives.get(k, 0) > 0 for k in kinds))
+
+
 def _cheapest(
     copies: pl.DataFrame, params_by_media: Mapping[str, ModelParams], policy: Policy
 ) -> CopyChoice:
@@ -476,7 +485,7 @@ def predict_recall(
     with_media = media_column(files, media_of_volume)
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     counts = {d: n for d, n in drives.items() if n > 0}
-    readable = [m for m, kinds in readers.items() if any(counts.get(k, 0) for k in kinds)]
+    readable = readable_media(counts, readers)
     can = pl.col("media_type").is_in(readable)
     unreadable = tuple(with_media.filter(~can)["volume"].unique().sort().to_list())
     copies, wanted = engine_inputs(with_media.filter(can))

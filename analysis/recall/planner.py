@@ -20,13 +20,18 @@ import polars as pl
 from tapelens.analysis.recall.baselines import (
     BaselineResult,
     newest_copies,
-    newest_copy,
 )
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
 from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
 from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.engine import Policy, Recall, candidate_bounds, recall
+from tapelens.analysis.recall.engine import (
+    Policy,
+    Recall,
+    candidate_bounds,
+    readable_media,
+    recall,
+)
 from tapelens.analysis.recall.requests import Resolution, resolve
 from tapelens.analysis.recall.schedule import Schedule
 from tapelens.analysis.throughput.model import MB, ModelParams
@@ -90,7 +95,7 @@ def plan_recall(
     used when present, else estimated from the catalog)."""
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     drives = options.drive_counts
-    readable = {m for m in params_by_media if set(readers.get(m, ())) & set(drives)}
+    readable = set(readable_media(drives, readers)) & set(params_by_media)
     resolution = resolve(requests, catalog, readable)
     copies = _with_object_size(resolution.copies, catalog).with_columns(
         pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
@@ -99,17 +104,15 @@ def plan_recall(
     planned = recall(copies, resolution.wanted, params_by_media, drives, readers, policy)
     schedule, choice = planned.schedule, planned.choice
     assert choice is not None  # the cheapest-copy rule always reports its choice
-    chosen = choice.chosen.drop("cost_s")
-    wanted, sharing = resolution.wanted, options.sharing
+    wanted = resolution.wanted
     baselines: dict[str, BaselineResult] = {}
     if options.baselines:
         newest = newest_copies(copies)
         submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort("fifo_rank")
         direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
         baselines["fifo"] = direct.baseline()
-        baselines["newest_copy"] = newest_copy(
-            newest, chosen, schedule, wanted, params_by_media, drives, sharing, readers
-        )
+        assert planned.newest is not None  # the cheapest-copy rule schedules the newest too
+        baselines["newest_copy"] = BaselineResult.of(planned.newest)
     requesters = requester_completion(resolution.demand, schedule.files)
     limit = options.sharing.max_drives_per_group
     bound = candidate_bounds(copies, resolution.wanted, params_by_media, drives, limit)

@@ -87,19 +87,10 @@ def build_schedule(
     drives: Mapping[str, int],
     sharing: Sharing,
     readers: Mapping[str, tuple[str, ...]],
-    *,
-    own_drives: bool = False,
 ) -> Schedule:
-    """Time every tape's forward pass and dispatch the tapes: the plan, file by file. With
-    `own_drives`, each group of requests is recalled on its own copy of the drives, as if it
-    were alone (a per-dataset prediction); a tape belongs to the group of its oldest request."""
+    """Time every tape's forward pass and dispatch the tapes: the plan, file by file."""
     timed, tapes = timed_tapes(chosen, wanted, params_by_media)
-    if own_drives and tapes.height:
-        parts = tapes.partition_by("group", maintain_order=True)
-        placed = pl.concat([dispatch(part, drives, sharing, readers) for part in parts])
-        placed = placed.sort("group", "mount_order")
-    else:
-        placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
+    placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
     files = (
         timed.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_seq"))
         .join(
