@@ -504,6 +504,8 @@ class _Run:
             },
         )
         makespan = max(end for *_, end in self.timeline) if self.timeline else 0.0
+        # A copy on several cartridges is one request per cartridge, but one file.
+        files = int(self.fids.n_unique())
         return DirectResult(
-            makespan, self.mounts, self.n, int(sum(self.sizes)), timeline, reads, self.window
+            makespan, self.mounts, files, int(sum(self.sizes)), timeline, reads, self.window
         )

@@ -31,6 +31,7 @@ from tapelens.analysis.recall.engine import (
     candidate_bounds,
     readable_media,
     recall,
+    with_other_volumes,
 )
 from tapelens.analysis.recall.requests import Resolution, resolve
 from tapelens.analysis.recall.schedule import Schedule
@@ -107,8 +108,11 @@ def plan_recall(
     wanted = resolution.wanted
     baselines: dict[str, BaselineResult] = {}
     if options.baselines:
-        newest = newest_copies(copies)
-        submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort("fifo_rank")
+        # Every cartridge a copy needs is asked for, right after its first (as the plan does).
+        newest = with_other_volumes(newest_copies(copies), copies)
+        submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort(
+            "fifo_rank", pl.col("part").fill_null(1) if "part" in newest.columns else "fid"
+        )
         direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
         baselines["fifo"] = direct.baseline()
         assert planned.newest is not None  # the cheapest-copy rule schedules the newest too

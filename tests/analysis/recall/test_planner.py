@@ -240,3 +240,7 @@ def test_a_copy_on_several_cartridges_mounts_them_all() -> None:
         requests_frame(["d"], "dataset"), catalog(rows[:-1] + [big]), PARAMS, options("LTO8:2")
     )
     assert alone.summary["mounts"] == 1 and plan.summary["mounts"] == 2
+    # Both baselines mount the second cartridge too, and count the file once.
+    for name, baseline in plan.baselines.items():
+        assert baseline.mounts == 2, name
+        assert baseline.files == 4, name
