@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from tapelens.analysis.recall.direct import HPSS_DISMOUNT_DELAY_S
 from tapelens.errors import InputError
 from tapelens.media import normalise_drive_type
 
@@ -113,6 +114,11 @@ class SimConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # Relative spread of read times (normal, mean 1); 0 keeps the model's times exactly.
     jitter: float = 0.0
+    # fifo: how long a drive keeps a tape no request waits for before it rewinds and unloads it
+    # (HPSS's deferred dismount by default; analysis/recall/direct.py gives the sources). The
+    # sorted and planned schedulers keep an idle tape until its drive is needed: they choose
+    # the next tape themselves.
+    idle_dismount_s: float = HPSS_DISMOUNT_DELAY_S
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -121,6 +127,8 @@ class SimConfig:
             raise InputError(f"policy {self.policy!r}: expected one of {POLICIES}")
         if self.window is not None and self.window < 1:
             raise InputError(f"queue window must be at least 1, got {self.window}")
+        if not self.idle_dismount_s >= 0:
+            raise InputError(f"idle dismount delay must be >= 0 s, got {self.idle_dismount_s}")
         if self.retry.kind not in RETRY_KINDS:
             raise InputError(f"retry {self.retry.kind!r}: expected one of {RETRY_KINDS}")
 

@@ -51,6 +51,7 @@ from tapelens.analysis.sim.state import (
     FUTURE,
     HELD,
     IDLE,
+    IDLE_END,
     MOUNTED,
     MOUNTING,
     NET_DOWN,
@@ -337,6 +338,10 @@ class Engine:
             elif kind == NET_UP:
                 faults.net_up(self, now)
                 net_up = self.net_up
+            elif kind == IDLE_END:
+                drv = drives[arg]
+                if token == drv.idle_timer and drv.phase == IDLE and drv.tape >= 0:
+                    self.unmount(drv, now)
         return steps
 
     def read_times(self, drv: DriveState, w: list[int], i: int) -> list[float]:
@@ -613,6 +618,14 @@ class Engine:
         if self.fifo:
             self.own(drv, -1)
             sched.fifo_dispatch(self, now)
+            if drv.phase == IDLE and drv.tape >= 0 and self.to_read:
+                # The deferred dismount: the tape leaves unless a request comes for it first.
+                drv.idle_timer += 1
+                delay = self.config.idle_dismount_s
+                if delay <= 0:  # unloaded as soon as its queue is empty
+                    self.unmount(drv, now)
+                else:
+                    heapq.heappush(self.heap, (now + delay, IDLE_END, drv.index, drv.idle_timer))
         else:
             sched.choose_and_go(self, drv, now)
         if drv.phase == IDLE and self.to_read == 0:

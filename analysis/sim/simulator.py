@@ -15,9 +15,10 @@ Schedulers (docs/domain.md, "What a good recall does"):
   queue per tape; a request for a tape a drive holds joins that drive's queue; a free drive
   mounts the tape of the oldest waiting request it can read (an empty drive first, then the
   longest idle, whose tape is dismounted then) with every request waiting for that tape; a
-  drive reads its queue in arrival order; a tape stays mounted until its drive is needed
-  elsewhere. With a window, requests that are not visible yet cannot join their tape's queue:
-  a small window makes tapes leave and come back.
+  drive reads its queue in arrival order; an idle tape stays mounted until its drive is needed
+  elsewhere or it has been idle for `idle_dismount_s` (HPSS's 15 minutes by default). With a
+  window, requests that are not visible yet cannot join their tape's queue: a small window
+  makes tapes leave and come back.
 - sorted: a drive reads one tape at a time in position order (aggregate members by offset),
   pulling in every visible request of that tape; requests arriving for the mounted tape are read
   in the same pass when ahead of the head, otherwise in one more pass after it. Which tape a

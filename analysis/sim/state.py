@@ -7,6 +7,7 @@ from operator import attrgetter
 
 # Queue event kinds.
 ARRIVE, MOUNTED, READ_DONE, UNLOADED, DOWN_AT, UP_AT, NET_DOWN, NET_UP, RESUBMIT, CYCLE = range(10)
+IDLE_END = 10  # fifo: a mounted tape has had no request for the dismount delay
 # Drive phases.
 IDLE, MOUNTING, READING, UNMOUNTING, DOWN, WAITING = range(6)
 # Request states: not yet submitted, held by its client, submitted but outside the window, in the
@@ -45,6 +46,7 @@ class DriveState:
     plan_i: int = 0
     planned: bool = False  # still following its plan
     waiting: int = -1  # planned: the request it waits for
+    idle_timer: int = 0  # fifo: numbers the idle periods; an IDLE_END of an older one is void
 
     def unloading(self) -> bool:
         """Its tape is on its way out (a fault in the middle of it does not change that)."""

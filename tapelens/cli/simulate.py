@@ -17,6 +17,7 @@ from tapelens.analysis.sim.simulator import (
     SCHEDULERS,
     Library,
     SimConfig,
+    parse_duration,
     parse_fault,
     parse_retry,
     simulate,
@@ -48,6 +49,12 @@ class _Command(click.Group):
 @click.option("--robots", type=click.IntRange(1), default=DEFAULT_ROBOTS, show_default=True)
 @click.option("--robot-s", type=float, help="Robot move time (default: the media type's).")
 @click.option("--window", type=click.IntRange(1), help="Requests the scheduler sees at once.")
+@click.option(
+    "--idle-dismount",
+    default="15m",
+    show_default=True,
+    help="fifo: how long an idle tape stays mounted (e.g. 15m, HPSS; 60m, TSM).",
+)
 @click.option(
     "--fault", "faults", multiple=True, help="drive:ID:START:DURATION or network:START:DURATION."
 )
@@ -83,6 +90,7 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
         faults=tuple(parse_fault(f) for f in opts["faults"]),
         retry=parse_retry(opts["retry"], opts["client_delay_s"]),
         jitter=opts["jitter"],
+        idle_dismount_s=parse_duration(opts["idle_dismount"], "--idle-dismount"),
     )
     with connection(app.dsn()) as conn:
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}

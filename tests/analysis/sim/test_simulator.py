@@ -274,14 +274,19 @@ def test_bad_inputs_are_refused_with_a_reason() -> None:
         SimConfig(scheduler="lifo")
 
 
-@pytest.mark.parametrize("window", [None, 1, 3])
-def test_fifo_mounts_as_the_direct_submission_baseline_does(window: int | None) -> None:
+@pytest.mark.parametrize(("window", "idle_s"), [(None, 900.0), (1, 900.0), (3, 0.0), (3, 1e9)])
+def test_fifo_mounts_as_the_direct_submission_baseline_does(
+    window: int | None, idle_s: float
+) -> None:
     # The simulator's fifo and the planner's direct-submission baseline model the same tape
-    # system: on an interleaved list, with or without a front-end window, they mount the same
-    # tapes the same number of times.
+    # system: on an interleaved list, with or without a front-end window, whatever the
+    # dismount delay, they mount the same tapes the same number of times (robots enough that
+    # none waits for another: the baseline knows no robot contention).
     parts = [files(f"E0000{t}L7", [10 * (i + 1) for i in range(4)]) for t in range(3)]
     interleaved = pl.concat([parts[t][i] for i in range(4) for t in range(3)])
-    simulated = run(interleaved, drives=2, robots=2, scheduler="fifo", window=window)
+    simulated = run(
+        interleaved, drives=2, robots=4, scheduler="fifo", window=window, idle_dismount_s=idle_s
+    )
     requests = interleaved.with_row_index("fid").with_columns(
         pl.col("fid").cast(pl.Int64), pl.lit(None, pl.Int64).alias("offset_bytes")
     )
@@ -290,6 +295,26 @@ def test_fifo_mounts_as_the_direct_submission_baseline_does(window: int | None) 
         {"LTO-8": 2},
         PARAMS,
         readable_by_catalog(),
-        DirectSubmission(window=window, idle_dismount_s=float("inf")),
+        DirectSubmission(window=window, idle_dismount_s=idle_s),
     )
     assert simulated.summary.mounts == direct.mounts
+
+
+@pytest.mark.parametrize(("gap_s", "mounts"), [(899.0, 1), (901.0, 2)])
+def test_fifo_dismounts_a_tape_left_idle_for_the_dismount_delay(gap_s: float, mounts: int) -> None:
+    # A request that comes after its tape has been idle for the delay finds it gone: a remount.
+    # The direct-submission baseline says the same.
+    first = MOUNT_S + 14.75 + 1.0 + STREAM_2GB_S  # one read from the load point at position 1
+    two = files("G00001L7", [1, 2], submit_s=[0.0, first + gap_s])
+    simulated = run(two, scheduler="fifo", idle_dismount_s=900.0)
+    assert simulated.summary.mounts == mounts
+    direct = serve_direct(
+        two.with_row_index("fid").with_columns(
+            pl.col("fid").cast(pl.Int64), pl.lit(None, pl.Int64).alias("offset_bytes")
+        ),
+        {"LTO-8": 1},
+        PARAMS,
+        readable_by_catalog(),
+        DirectSubmission(idle_dismount_s=900.0),
+    )
+    assert direct.mounts == mounts
