@@ -33,9 +33,9 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_server, fresh_database, machine  # noqa: E402
 
-from tapelens.analysis.recall.dispatch import Sharing  # noqa: E402
 from tapelens.analysis.recall.drives import parse_drives  # noqa: E402
 from tapelens.analysis.recall.planner import PlanOptions, plan_recall  # noqa: E402
+from tapelens.analysis.recall.policies import Sharing  # noqa: E402
 from tapelens.analysis.recall.requests import requests_frame  # noqa: E402
 from tapelens.analysis.recall.store import load_catalog, plan_from_database  # noqa: E402
 from tapelens.analysis.throughput.model import default_params  # noqa: E402

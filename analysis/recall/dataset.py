@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from tapelens.analysis.recall.dispatch import Sharing
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, engine_inputs, readable_media, recall
+from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.tape_states import NOT_RECALLABLE
 

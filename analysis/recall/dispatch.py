@@ -1,19 +1,10 @@
-"""Tapes of a recall plan onto drives, under a sharing policy.
+"""Tapes of a recall plan onto drives, under a sharing policy (list scheduling).
 
 Each tape is mounted once and holds its drive for its whole predicted time. Whenever a drive is
-free, it takes the next tape it can read that the policy ranks first among those the limits allow
-(list scheduling; ties go to the longest tape). Policies (docs/domain.md, "Share drives"):
-
-- fifo: tapes in submission order of their first request (priority ignored);
-- by-demand: the tape with the most requested bytes first;
-- time-slider: the tape of the oldest request first (higher priority first), pulling in every
-  other request on the same tape;
-- equal: the requester with the fewest drives busy for it goes next (oldest request first within);
-- group: likewise between groups; weighted: groups share drives in proportion to their weights.
-
-Fairness comes first; between tapes it leaves equal, the media quotas below, then the policy's
-order decide. fifo, by-demand and time-slider know no requesters: a small late request waits for
-an earlier large one unless `requester_limit` is set (or equal/group sharing is used).
+free, it takes the tape the policy ranks first among those the limits allow
+(analysis/recall/policies.py says how each policy ranks; ties go to the longest tape).
+fifo, by-demand and time-slider know no requesters: a small late request waits for an earlier
+large one unless `requester_limit` is set (or equal/group sharing is used).
 
 A tape belongs to the requester and group of its oldest request. `max_drives_per_group` caps the
 drives busy for one group at once; `requester_limit` caps a requester's files in flight (on tapes
@@ -28,18 +19,15 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy.optimize import linprog
 
+from tapelens.analysis.recall.policies import Sharing, TapeQueue
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
-
-POLICIES = ("fifo", "by-demand", "time-slider", "equal", "group", "weighted")
-DEFAULT_POLICY = "by-demand"
 
 # Columns dispatch needs per tape.
 TAPE_COLUMNS = (
@@ -53,53 +41,6 @@ TAPE_COLUMNS = (
     "group",
     "owner_files",  # files of that requester on the tape (its requests in flight)
 )
-
-
-@dataclass(frozen=True)
-class Sharing:
-    """How drives are shared between requests, requesters and groups."""
-
-    policy: str = DEFAULT_POLICY
-    max_drives_per_group: int | None = None
-    requester_limit: int | None = None
-    group_weights: tuple[tuple[str, float], ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise InputError(f"unknown policy {self.policy!r} (expected {', '.join(POLICIES)})")
-        if self.max_drives_per_group is not None and self.max_drives_per_group < 1:
-            raise InputError("--max-drives-per-group must be at least 1")
-        if self.requester_limit is not None and self.requester_limit < 1:
-            raise InputError("--requester-limit must be at least 1")
-        if any(w <= 0 for _, w in self.group_weights):
-            raise InputError("group weights must be positive")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "max_drives_per_group": self.max_drives_per_group,
-            "requester_limit": self.requester_limit,
-            "group_weights": dict(self.group_weights),
-        }
-
-
-def parse_group_weights(spec: str) -> tuple[tuple[str, float], ...]:
-    """'atlas=3,cms=1' -> (('atlas', 3.0), ('cms', 1.0)); groups not named weigh 1."""
-    weights: list[tuple[str, float]] = []
-    for item in spec.split(","):
-        if not item.strip():
-            continue
-        name, sep, value = item.partition("=")
-        try:
-            weight = float(value)
-        except ValueError:
-            weight = -1.0
-        if not sep or not name.strip() or weight <= 0:
-            raise InputError(
-                f"--group-weights: expected GROUP=WEIGHT items like atlas=3, got {item.strip()!r}"
-            )
-        weights.append((name.strip(), weight))
-    return tuple(weights)
 
 
 def drive_names(drives: Mapping[str, int]) -> list[tuple[str, str]]:
@@ -199,27 +140,23 @@ class _State:
         self.sharing = sharing
         self.media = tapes["media_type"].to_list()
         self.total = tapes["total_s"].cast(pl.Float64).to_list()
-        self.requester = tapes["requester"].to_list()
-        self.group = tapes["group"].to_list()
+        self.requester = _codes(tapes["requester"].to_list())
+        group_names = tapes["group"].to_list()
+        self.group = _codes(group_names)
         self.owner_files = tapes["owner_files"].to_list()
         self.quota = dict(split)
         self.mixed = len({d for r in readers.values() for d in r}) > 1
-        self.weights = dict(sharing.group_weights)
-        by_requester = sharing.policy == "equal" or sharing.requester_limit is not None
-        by_group = (
-            sharing.policy in ("group", "weighted") or sharing.max_drives_per_group is not None
-        )
-        keys = self._keys()
-        queues: dict[tuple[Any, Any, str], list[int]] = {}
-        for i in sorted(range(tapes.height), key=keys.__getitem__, reverse=True):
-            owner = (
-                self.requester[i] if by_requester else None,
-                self.group[i] if by_group else None,
-                self.media[i],
+        weight_of = dict(sharing.group_weights)
+        weights = [1.0] * (max(self.group, default=-1) + 1)
+        for name, code in zip(group_names, self.group, strict=True):
+            weights[code] = weight_of.get(name, 1.0)
+        media_names = sorted(set(self.media))
+        self.media_code = {m: i for i, m in enumerate(media_names)}
+        self.queue = TapeQueue(sharing, tapes.height, weights)
+        for i, key in enumerate(self._keys()):
+            self.queue.rank(
+                i, self.media_code[self.media[i]], key, self.requester[i], self.group[i]
             )
-            queues.setdefault(owner, []).append(i)  # best last: pop() takes it
-        self.queues = queues
-        self.keys = keys
         self.media_for: dict[str, set[str]] = {}
         for m, types in readers.items():
             for d in types:
@@ -227,7 +164,8 @@ class _State:
         self.pending = Counter(self.media)
 
     def _keys(self) -> list[tuple[float, ...]]:
-        """Per tape, the policy's sort key (smaller first); the longest tape breaks ties."""
+        """Per tape, the policy's sort key (smaller first); the longest tape breaks ties, then
+        the later row (the order list scheduling has always taken)."""
         t = self.tapes
         longest = (-t["total_s"].cast(pl.Float64)).to_list()
         if self.sharing.policy == "fifo":
@@ -236,58 +174,25 @@ class _State:
             first = (-t["demand_bytes"].cast(pl.Float64)).to_list()
         else:
             first = t["rank"].to_list()
-        return [(float(a), b) for a, b in zip(first, longest, strict=True)]
-
-    def _allowed(self, i: int, busy_group: Counter[Any], inflight: Counter[Any]) -> bool:
-        limit = self.sharing.max_drives_per_group
-        if limit is not None and busy_group[self.group[i]] >= limit:
-            return False
-        cap = self.sharing.requester_limit
-        if cap is None:
-            return True
-        held = inflight[self.requester[i]]
-        return held == 0 or held + self.owner_files[i] <= cap
-
-    def _choose(
-        self,
-        drive_type: str,
-        busy_req: Counter[Any],
-        busy_group: Counter[Any],
-        inflight: Counter[Any],
-    ) -> tuple[Any, Any, str] | None:
-        readable = self.media_for.get(drive_type, set())
-        heads = [
-            q
-            for q, items in self.queues.items()
-            if items and q[2] in readable and self._allowed(items[-1], busy_group, inflight)
-        ]
-        if not heads:
-            return None
-        policy = self.sharing.policy
-        if policy in ("equal", "group", "weighted"):
-            # Fairness first: the requester or group with the smallest share of busy drives.
-            def share(q: tuple[Any, Any, str]) -> float:
-                i = self.queues[q][-1]
-                if policy == "equal":
-                    return float(busy_req[self.requester[i]])
-                weight = self.weights.get(self.group[i], 1.0) if policy == "weighted" else 1.0
-                return busy_group[self.group[i]] / weight
-
-            least = min(share(q) for q in heads)
-            heads = [q for q in heads if share(q) == least]
-        if self.mixed:
-            within = [q for q in heads if self.quota.get((q[2], drive_type), 0.0) > 1e-9]
-            heads = within or heads
-        return min(heads, key=lambda q: self.keys[self.queues[q][-1]])
+        return [(float(a), b, -i) for i, (a, b) in enumerate(zip(first, longest, strict=True))]
 
     def run(self) -> pl.DataFrame:
         names = drive_names(self.drives)
         free = [(0.0, k) for k in range(len(names))]
         heapq.heapify(free)
         running: list[tuple[float, int]] = []
-        busy_req: Counter[Any] = Counter()
-        busy_group: Counter[Any] = Counter()
-        inflight: Counter[Any] = Counter()
+        busy_req = [0] * (max(self.requester, default=-1) + 1)
+        busy_group = [0] * (max(self.group, default=-1) + 1)
+        inflight = [0] * len(busy_req)
+        limit = self.sharing.max_drives_per_group
+        cap = self.sharing.requester_limit
+
+        def allowed(i: int) -> bool:
+            if limit is not None and busy_group[self.group[i]] >= limit:
+                return False
+            held = inflight[self.requester[i]]
+            return cap is None or held == 0 or held + self.owner_files[i] <= cap
+
         n = self.tapes.height
         drive: list[str | None] = [None] * n
         start: list[float | None] = [None] * n
@@ -301,17 +206,28 @@ class _State:
                 busy_group[self.group[j]] -= 1
                 inflight[self.requester[j]] -= self.owner_files[j]
             name, kind = names[k]
-            if not any(self.pending[m] for m in self.media_for.get(kind, ())):
+            readable = self.media_for.get(kind, set())
+            if not any(self.pending[m] for m in readable):
                 continue  # nothing left this drive can read: it stays idle
-            q = self._choose(kind, busy_req, busy_group, inflight)
-            if q is None:
+            prefer = None
+            if self.mixed:
+
+                def prefer(i: int, kind: str = kind) -> bool:
+                    return self.quota.get((self.media[i], kind), 0.0) > 1e-9
+
+            i = self.queue.choose(
+                [self.media_code[m] for m in readable if m in self.media_code],
+                busy_req,
+                busy_group,
+                allowed=allowed,
+                prefer=prefer,
+            )
+            if i < 0:
                 if not running:
                     raise InputError("dispatch: no tape can start although no drive is busy")
                 heapq.heappush(free, (running[0][0], k))  # wait for the next tape to finish
                 continue
-            i = self.queues[q].pop()
-            if not self.queues[q]:
-                del self.queues[q]
+            self.queue.drop(i)
             mounted += 1
             drive[i], start[i], order[i] = name, now, mounted
             end = now + self.total[i]
@@ -331,3 +247,9 @@ class _State:
             pl.col("drive").str.split("#").list.first().alias("drive_type"),
             (pl.col("start_s") + pl.col("total_s")).alias("end_s"),
         )
+
+
+def _codes(values: list[Any]) -> list[int]:
+    """Values numbered 0.. in order of first appearance (None is a value like any other)."""
+    seen: dict[Any, int] = {}
+    return [seen.setdefault(v, len(seen)) for v in values]

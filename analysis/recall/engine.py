@@ -24,8 +24,8 @@ import polars as pl
 
 from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
-from tapelens.analysis.recall.dispatch import Sharing
 from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.recall.schedule import Schedule, build_schedule
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.errors import InputError

@@ -23,7 +23,7 @@ from tapelens.analysis.recall.baselines import (
 )
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
 from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
-from tapelens.analysis.recall.dispatch import Sharing, fractional_split, readers_of
+from tapelens.analysis.recall.dispatch import fractional_split, readers_of
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import (
     Policy,
@@ -33,6 +33,7 @@ from tapelens.analysis.recall.engine import (
     recall,
     with_other_volumes,
 )
+from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.recall.requests import Resolution, resolve
 from tapelens.analysis.recall.schedule import Schedule
 from tapelens.analysis.throughput.model import MB, ModelParams

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall.dispatch import Sharing, dispatch
+from tapelens.analysis.recall.dispatch import dispatch
+from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
 
 # Per-file columns of a plan, in export order.

@@ -7,7 +7,6 @@ pooled requests aside, whose order is never read)."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -55,12 +54,10 @@ def admitter(e: Engine) -> Callable[[float], None]:
     adm, admit_s, plan_live = e.adm, e.admit_s, e.plan_live
     tape_drive, pending, pool_bytes = e.tape_drive, e.pending, e.pool_bytes
     tape, size, media, requester = e.p.tape, e.p.size, e.p.tape_media, e.p.requester
-    fifo_append, route, demand, drives = e.fifo_pool.append, e.route, e.demand, e.drives
+    fifo_append, route, drives = e.fifo_pool.append, e.route, e.drives
     fifo, planned, count_bytes = e.fifo, e.sched == "planned", e.count_bytes
     by_demand = e.policy == "by-demand"
-    queues = e.queues if not by_demand else None
-    per_requester = e.n_media if e.policy == "equal" else 0
-    heappush = heapq.heappush
+    rank, queued = e.line.rank, e.line.queued
 
     def admit(now: float) -> None:
         room = len(backlog) if window is None else window - e.window_used
@@ -92,11 +89,10 @@ def admitter(e: Engine) -> Callable[[float], None]:
                 pending[t].append(r)
                 if count_bytes:
                     pool_bytes[t] += size[r]
-                if queues is not None:
-                    q = requester[r] * per_requester if per_requester else 0
-                    queues[q + media[t]].append(a * n + r)
-                elif pool_bytes[t] > 0:
-                    heappush(demand[media[t]], (-pool_bytes[t], t))
+                if by_demand:
+                    rank(t, media[t], (-pool_bytes[t],))
+                elif not queued[t]:  # in line from its first pooled request
+                    rank(t, media[t], (a,), requester[r])
         if fifo:
             sched.fifo_dispatch(e, now)
         elif idle:
@@ -161,17 +157,8 @@ def place_new(e: Engine, reqs: list[int], now: float) -> bool:
         return True
     _pool(e, by_id, a.tape[by_id])
     if e.policy != "by-demand":
-        _queue(e, a, ids, a.tape[ids], first)
+        _line_up(e, a, ids, first)
     return True
-
-
-def _groups(keys: np.ndarray, ids: np.ndarray) -> list[tuple[int, list[int]]]:
-    """ids grouped by key, each group in the order the ids came in."""
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-    heads = sorted_keys[np.concatenate(([0], cuts))].tolist()
-    return list(zip(heads, [g.tolist() for g in np.split(ids[order], cuts)], strict=True))
 
 
 def _pool(e: Engine, by_id: np.ndarray, tapes: np.ndarray) -> None:
@@ -189,18 +176,18 @@ def _pool(e: Engine, by_id: np.ndarray, tapes: np.ndarray) -> None:
         pending[t].extend(group)
         if e.count_bytes:
             pool_bytes[t] += sum(map(size.__getitem__, group))
-        if by_demand and pool_bytes[t] > 0:
-            heapq.heappush(e.demand[e.p.tape_media[t]], (-pool_bytes[t], t))
+        if by_demand:
+            e.line.rank(t, e.p.tape_media[t], (-pool_bytes[t],))
 
 
-def _queue(e: Engine, a: Arrays, ids: np.ndarray, tapes: np.ndarray, first: int) -> None:
-    """The admission queues (time-slider, equal): adm * n + r, in admission order."""
-    entries = np.arange(first, first + ids.size, dtype=np.int64) * e.n + ids
-    queue_of = a.tape_media[tapes]
-    if e.policy == "equal":
-        queue_of = queue_of + a.requester[ids] * e.n_media
-    if (queue_of == queue_of[0]).all():
-        e.queues[int(queue_of[0])].extend(entries.tolist())
-        return
-    for q, group in _groups(queue_of, entries):
-        e.queues[q].extend(group)
+def _line_up(e: Engine, a: Arrays, ids: np.ndarray, first: int) -> None:
+    """time-slider, equal: each tape not in line yet joins it with the first of its requests in
+    the batch (admission numbers first, first + 1, ... in batch order)."""
+    tapes = a.tape[ids]
+    _, at = np.unique(tapes, return_index=True)
+    queued, media, requester = e.line.queued, e.p.tape_media, e.p.requester
+    for i in np.sort(at).tolist():
+        t = int(tapes[i])
+        if not queued[t]:
+            r = int(ids[i])
+            e.line.rank(t, media[t], (first + i,), requester[r])

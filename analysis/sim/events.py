@@ -13,10 +13,10 @@ Speed (bench/bench_simulator.py, issue 7: >= 200k events per CPU second). The lo
 admission closure (analysis/sim/admit.py) bind what they touch to local variables; common
 transitions write the queue and the records directly; the class has slots; a long list of reads
 is timed in one vectorised call (sim_inputs.pass_timer); a batch of new requests is placed at
-once (sim_admit.place_new); by-demand keeps a heap of tapes by pooled bytes, which the other
-policies do not sum; checks that only matter once a request is sent or pooled a second time
-wait until then. Every shortcut leaves the results as they were
-(tests/analysis/sim/test_simulator_fastpaths.py).
+once (sim_admit.place_new); the policies' line of tapes (analysis/recall/policies.py) keeps a
+heap per media, so a choice costs a few heap operations, not a pass over every tape; checks
+that only matter once a request is sent or pooled a second time wait until then. Every
+shortcut leaves the results as they were (tests/analysis/sim/test_simulator_fastpaths.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections import deque
 
 import numpy as np
 
+from tapelens.analysis.recall.policies import Sharing, TapeQueue
 from tapelens.analysis.sim import admit as admission
 from tapelens.analysis.sim import faults
 from tapelens.analysis.sim import schedulers as sched
@@ -88,7 +89,7 @@ class Engine:
     __slots__ = (
         ("p", "library", "config", "rng", "n", "sched", "fifo", "policy", "window", "arrays")
         + ("drives", "idle", "robots", "robot_s", "load_s", "dismount_s", "heap", "records")
-        + ("tape_drive", "pending", "pool_bytes", "count_bytes", "n_media", "demand", "queues")
+        + ("tape_drive", "pending", "pool_bytes", "count_bytes", "n_media", "line", "dirty")
         + ("read_s", "first_s", "jitter", "pass_times", "jit", "ji", "plan_reserved", "active")
         + ("st", "gen", "adm", "adm_next", "plan_live", "admit_s", "done_s", "failed_at")
         + ("backlog", "repeats", "window_used", "fifo_pool", "to_read", "admit", "stalled")
@@ -123,16 +124,14 @@ class Engine:
         # whether a tape has any is asked (pooled()), and with no empty file in the run that is
         # whether it has pooled requests at all: admissions then skip a size lookup.
         self.count_bytes = self.policy == "by-demand" or 0 in p.size
-        # By-demand: per media index a heap of (-pool_bytes, tape), pushed whenever a tape's
-        # pooled bytes grow; an entry whose bytes are no longer the tape's is void.
         self.n_media = len(p.media)
-        self.demand: list[list[tuple[int, int]]] = [[] for _ in range(self.n_media)]
-        # Pooled requests in admission order (oldest first) per requester (0 unless sharing is
-        # equal) and media index: queues[q * media + m] holds adm * n + r; entries of requests
-        # that have left the pool since are dropped when met.
-        self.queues: list[deque[int]] = [
-            deque() for _ in range(max(len(p.requesters), 1) * self.n_media)
-        ]
+        # Tapes with pooled requests, ranked by the policy as the recall engine ranks them
+        # (analysis/recall/policies.py): by-demand by pooled bytes (ranked again as they grow),
+        # time-slider and equal by the admission of the request that put the tape in line, for
+        # that request's requester. Tapes whose pooled requests left other than by being
+        # taken (failures) are `dirty`: ranked again before the next choice.
+        self.line = TapeQueue(Sharing(self.policy), n_tapes)
+        self.dirty: set[int] = set()
         self.plan_reserved = [-1] * n_tapes
         # (free_s, robot) as a heap: the first free robot, the lowest-numbered among equals
         self.robots = [(0.0, i) for i in range(library.robots)]
@@ -434,11 +433,26 @@ class Engine:
         self.pending[t].append(r)
         if self.count_bytes:
             self.pool_bytes[t] += p.size[r]
-        if self.policy != "by-demand":
-            q = p.requester[r] if self.policy == "equal" else 0
-            self.queues[q * self.n_media + p.tape_media[t]].append(self.adm[r] * self.n + r)
-        elif self.pool_bytes[t] > 0:
-            heapq.heappush(self.demand[p.tape_media[t]], (-self.pool_bytes[t], t))
+        if self.policy == "by-demand":
+            self.line.rank(t, p.tape_media[t], (-self.pool_bytes[t],))
+        elif not self.line.queued[t]:
+            self.line.rank(t, p.tape_media[t], (self.adm[r],), p.requester[r])
+
+    def rerank(self) -> None:
+        """Tapes whose pooled requests failed: in line again by those still pooled, or out."""
+        p, st, adm = self.p, self.st, self.adm
+        for t in sorted(self.dirty):
+            live = [r for r in dict.fromkeys(self.pending[t]) if st[r] == POOL]
+            self.pending[t] = live
+            self.pool_bytes[t] = sum(p.size[r] for r in live)
+            if not live:
+                self.line.drop(t)
+            elif self.policy == "by-demand":
+                self.line.rank(t, p.tape_media[t], (-self.pool_bytes[t],))
+            else:
+                oldest = min(live, key=adm.__getitem__)
+                self.line.rank(t, p.tape_media[t], (adm[oldest],), p.requester[oldest])
+        self.dirty.clear()
 
     def pooled(self, t: int) -> bool:
         """Whether tape t has pooled bytes."""
@@ -464,6 +478,7 @@ class Engine:
             st[r] = ASSIGNED
         self.pending[t] = []
         self.pool_bytes[t] = 0
+        self.line.drop(t)
         return reqs
 
     # ---- drives -------------------------------------------------------------------------

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 def fail(e: Engine, r: int, now: float) -> None:
     """Request r is back with its client (its read was lost, or its client gave up on it)."""
     e.repeats = True  # a request left the backlog or the pool other than by being taken
+    if e.st[r] == POOL and not e.fifo:
+        e.dirty.add(e.p.tape[r])  # its tape's place in line may change
     e.st[r] = HELD
     e.plan_live[r] = False
     e.failed_at[r] = now

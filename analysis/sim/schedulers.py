@@ -3,8 +3,7 @@ schedulers and policies; the state they read and change is analysis/sim/events.p
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tapelens.analysis.sim.state import ASSIGNED, IDLE, IDLE_ORDER, POOL, DriveState
@@ -36,13 +35,12 @@ def choose_and_go(e: Engine, drv: DriveState, now: float) -> None:
             e.to_pool(r)
     if drv.owner >= 0:  # as own(drv, -1): the drive serves nobody while it chooses
         e.own(drv, -1)
-    if e.policy == "time-slider":  # as choose() does, one call fewer on every mount
-        r = top(e, drv, 0)
-        t, requester = (e.p.tape[r], -1) if r >= 0 else (-1, -1)
-    else:
-        t, requester = choose(e, drv)
+    if e.dirty:
+        e.rerank()
+    t = e.line.choose(drv.media, e.active, NO_GROUPS, usable=usable_by(e, drv))
     if t < 0:
         return
+    requester = e.line.requester_of(t) if e.policy == "equal" else -1
     reqs = e.take(t)
     if requester >= 0:  # as own(drv, requester): the drive serves nobody just now
         drv.owner = requester
@@ -59,105 +57,30 @@ def choose_and_go(e: Engine, drv: DriveState, now: float) -> None:
         e.mount(drv, t, reqs, now)
 
 
-def usable(e: Engine, drv: DriveState, t: int) -> bool:
-    """The drive reads the tape's media and the tape is in its cell (or in this drive), not
-    kept for a drive that follows a plan."""
-    holder = e.tape_drive[t]
-    return (
-        drv.reads[e.p.tape_media[t]]
-        and (holder < 0 or holder == drv.index)
-        and e.plan_reserved[t] < 0
-    )
+NO_GROUPS = [0]  # the simulator's requests carry no group: one, never busy
 
 
-def top(e: Engine, drv: DriveState, requester: int) -> int:
-    """The oldest pooled request (of `requester`, 0 unless sharing is equal) on a tape this
-    drive can take, or -1. Queue entries of requests that left the pool are dropped once at
-    the head. The usable() test is written out: this runs once per mount."""
-    st, adm, tape, n = e.st, e.adm, e.p.tape, e.n
+def usable_by(e: Engine, drv: DriveState) -> Callable[[int], bool]:
+    """Whether the drive may take a tape: in its cell (or in this drive), not kept for a
+    drive that follows a plan (the line only holds media the drive reads)."""
     tape_drive, reserved, d = e.tape_drive, e.plan_reserved, drv.index
-    queues, base = e.queues, requester * e.n_media
-    best, repeats = -1, e.repeats
-    for m in drv.media:
-        queue = queues[base + m]
-        stale = 0  # leading entries found void
-        for entry in queue:  # the first usable one; tapes busy elsewhere are passed over
-            r = entry % n
-            if st[r] != POOL or (repeats and adm[r] != entry // n):
-                if stale >= 0:
-                    stale += 1
-                continue
-            if stale >= 0:  # the leading run of void entries ends: ~stale keeps its length
-                stale = ~stale
-            t = tape[r]
-            holder = tape_drive[t]
-            if (holder < 0 or holder == d) and reserved[t] < 0:
-                if best < 0 or adm[r] < adm[best]:
-                    best = r
-                break
-        stale = stale if stale >= 0 else ~stale
-        while stale:
-            queue.popleft()
-            stale -= 1
-    return best
 
+    def usable(t: int) -> bool:
+        holder = tape_drive[t]
+        return (holder < 0 or holder == d) and reserved[t] < 0
 
-def most_demanded(e: Engine, drv: DriveState) -> int:
-    """By-demand: the tape this drive can take with the most pooled bytes (the lowest index
-    among equals), or -1. Each media's heap of (-bytes, tape) drops void entries (the tape's
-    bytes changed since); valid ones of tapes this drive cannot take now are set aside and put
-    back, so a decision costs a few heap operations, not a pass over every tape."""
-    pool_bytes, tape_drive, reserved, d = e.pool_bytes, e.tape_drive, e.plan_reserved, drv.index
-    best: tuple[int, int] | None = None
-    for m in drv.media:
-        heap = e.demand[m]
-        aside = []
-        while heap:
-            entry = heap[0]
-            t = entry[1]
-            if pool_bytes[t] != -entry[0]:
-                heapq.heappop(heap)
-                continue
-            holder = tape_drive[t]
-            if (holder < 0 or holder == d) and reserved[t] < 0:
-                if best is None or entry < best:
-                    best = entry
-                break
-            aside.append(heapq.heappop(heap))
-        for entry in aside:
-            heapq.heappush(heap, entry)
-    return best[1] if best is not None else -1
-
-
-def choose(e: Engine, drv: DriveState) -> tuple[int, int]:
-    """The tape a free drive takes next and the requester it serves, or (-1, -1)."""
-    p = e.p
-    if e.policy == "time-slider":  # drives serve no requester in particular (see own())
-        r = top(e, drv, 0)
-        return (p.tape[r], -1) if r >= 0 else (-1, -1)
-    if e.policy == "equal":
-        best: tuple[int, int, int] | None = None
-        for q in range(len(p.requesters)):
-            r = top(e, drv, q)
-            if r >= 0 and (best is None or (e.active[q], e.adm[r]) < best[:2]):
-                best = (e.active[q], e.adm[r], r)
-        return (p.tape[best[2]], p.requester[best[2]]) if best else (-1, -1)
-    while True:  # by-demand: the tape with the most requested bytes
-        t = most_demanded(e, drv)
-        if t < 0:
-            return -1, -1
-        live = [r for r in e.pending[t] if e.st[r] == POOL]
-        if live:
-            return t, -1
-        e.pending[t], e.pool_bytes[t] = [], 0  # only cancelled requests were left
+    return usable
 
 
 def starved(e: Engine, drv: DriveState) -> bool:
     """Equal sharing: another requester with work this drive could do has at least two drives
     fewer than the requester this drive serves."""
     mine = e.active[drv.owner] if drv.owner >= 0 else 0
+    if e.dirty:
+        e.rerank()
+    usable = usable_by(e, drv)
     return any(
-        q != drv.owner and e.active[q] + 1 < mine and top(e, drv, q) >= 0
+        q != drv.owner and e.active[q] + 1 < mine and e.line.has_work(q, drv.media, usable)
         for q in range(len(e.p.requesters))
     )
 

@@ -22,7 +22,8 @@ Schedulers (docs/domain.md, "What a good recall does"):
 - sorted: a drive reads one tape at a time in position order (aggregate members by offset),
   pulling in every visible request of that tape; requests arriving for the mounted tape are read
   in the same pass when ahead of the head, otherwise in one more pass after it. Which tape a
-  free drive takes next is the policy: `time-slider` (the tape of the oldest visible request),
+  free drive takes next is the policy, ranked as the recall engine ranks it
+  (analysis/recall/policies.py, TapeQueue): `time-slider` (the tape of the oldest visible request),
   `by-demand` (most requested bytes) or `equal` (the requester with the fewest drives first, so
   a lone request does not starve behind a big one).
 - planned: each drive follows its part of a plan (columns drive and order, as the planner

@@ -10,15 +10,15 @@ import click
 from tapelens.analysis.recall import export as plan_export
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.direct import DirectSubmission
-from tapelens.analysis.recall.dispatch import (
+from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.engine import OBJECTIVES
+from tapelens.analysis.recall.planner import PlanOptions
+from tapelens.analysis.recall.policies import (
     DEFAULT_POLICY,
     POLICIES,
     Sharing,
     parse_group_weights,
 )
-from tapelens.analysis.recall.drives import parse_drives
-from tapelens.analysis.recall.engine import OBJECTIVES
-from tapelens.analysis.recall.planner import PlanOptions
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.dispatch import Sharing, parse_group_weights
 from tapelens.analysis.recall.planner import RecallPlan, plan_recall
+from tapelens.analysis.recall.policies import Sharing, parse_group_weights
 from tapelens.analysis.recall.requests import parse_requests
 from tapelens.analysis.throughput.model import default_params
 from tapelens.errors import InputError

@@ -4,16 +4,17 @@ checks a run skips until a request is sent or pooled a second time, shared value
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
 
+from tapelens.analysis.recall.policies import TapeQueue
 from tapelens.analysis.sim import admit as sim_admit
 from tapelens.analysis.sim import events as sim_engine
 from tapelens.analysis.sim import inputs as sim_inputs
-from tapelens.analysis.sim import schedulers as sim_schedulers
 from tapelens.analysis.sim.inputs import pass_timer, prepare, read_timer
 from tapelens.analysis.sim.simulator import (
     Fault,
@@ -24,7 +25,7 @@ from tapelens.analysis.sim.simulator import (
     scattered_requests,
     simulate,
 )
-from tapelens.analysis.sim.state import POOL, DriveState
+from tapelens.analysis.sim.state import POOL
 from tapelens.analysis.throughput.model import default_params
 
 PARAMS = default_params()
@@ -143,18 +144,37 @@ def test_skipped_checks_leave_results_unchanged(
     assert_same(run(requests, **config), shortcut)
 
 
-def most_demanded_by_scan(e: sim_engine.Engine, drv: DriveState) -> int:
-    """By-demand as a pass over every tape: the most pooled bytes, the lowest index first."""
-    best_t, best_b = -1, 0
-    for t, b in enumerate(e.pool_bytes):
-        if b > best_b and sim_schedulers.usable(e, drv, t):
-            best_t, best_b = t, b
-    return best_t
+class ScanQueue(TapeQueue):
+    """The policy's choice as a pass over every tape in line, no heaps: fairness between
+    owners, then the smallest key, the lowest tape among equals."""
+
+    def choose(
+        self,
+        media: Iterable[int],
+        busy_requester: Sequence[float],
+        busy_group: Sequence[float],
+        usable: Callable[[int], bool] | None = None,
+        allowed: Callable[[int], bool] | None = None,
+        prefer: Callable[[int], bool] | None = None,
+    ) -> int:
+        readable = set(media)
+        found = [
+            (line, key, t)
+            for line, key, t in self.waiting()
+            if line[2] in readable and (usable is None or usable(t))
+        ]
+        if not found:
+            return -1
+        if self.policy in ("equal", "group", "weighted"):
+            least = min(self.share(line, busy_requester, busy_group) for line, _, _ in found)
+            found = [f for f in found if self.share(f[0], busy_requester, busy_group) == least]
+        return min((key, t) for _, key, t in found)[1]
 
 
+@pytest.mark.parametrize("policy", ["by-demand", "time-slider", "equal"])
 @pytest.mark.parametrize("window", [None, 30])
-def test_by_demand_heap_picks_what_a_scan_picks(
-    window: int | None, monkeypatch: pytest.MonkeyPatch
+def test_the_line_of_tapes_picks_what_a_scan_picks(
+    window: int | None, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     requests = pl.concat(
         [
@@ -165,9 +185,9 @@ def test_by_demand_heap_picks_what_a_scan_picks(
         ],
         how="diagonal_relaxed",
     )
-    heap = run(requests, policy="by-demand", window=window)
-    monkeypatch.setattr(sim_schedulers, "most_demanded", most_demanded_by_scan)
-    assert_same(run(requests, policy="by-demand", window=window), heap)
+    heap = run(requests, policy=policy, window=window)
+    monkeypatch.setattr(sim_engine, "TapeQueue", ScanQueue)
+    assert_same(run(requests, policy=policy, window=window), heap)
 
 
 def test_batch_placement_matches_admission_one_by_one() -> None:
@@ -194,7 +214,7 @@ def test_batch_placement_matches_admission_one_by_one() -> None:
     assert bulk.adm == one.adm and bulk.admit_s == one.admit_s
     assert (bulk.adm_next, bulk.window_used) == (one.adm_next, one.window_used)
     assert [sorted(x) for x in bulk.pending] == [sorted(x) for x in one.pending]
-    assert bulk.queues == one.queues
+    assert bulk.line.waiting() == one.line.waiting()
 
 
 def test_shared_values_are_equal_and_one_object_each(monkeypatch: pytest.MonkeyPatch) -> None:
