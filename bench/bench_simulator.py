@@ -13,9 +13,11 @@ import time
 
 import numpy as np
 
-from tapelens.analysis.sim.events import Engine
+from tapelens.analysis.sim.events import bind, run
 from tapelens.analysis.sim.inputs import can_read, prepare
+from tapelens.analysis.sim.results import build_result
 from tapelens.analysis.sim.simulator import DCACHE_WINDOW, Library, SimConfig, scattered_requests
+from tapelens.analysis.sim.state import new_state
 from tapelens.analysis.throughput.model import default_params
 
 
@@ -42,13 +44,12 @@ def scenario(
     for _ in range(repeat):
         t0 = time.process_time()
         prepared = prepare(requests, params, [d.name for d in library.drives])
-        engine = Engine(
-            prepared, library, can_read(library, prepared.media), config, np.random.default_rng(1)
-        )
+        readable = can_read(library, prepared.media)
+        state = bind(new_state(prepared, library, readable, config, np.random.default_rng(1)))
         t1 = time.process_time()
-        engine.run()
+        run(state)
         t2 = time.process_time()
-        summary = engine.result().summary
+        summary = build_result(state).summary
         t3 = time.process_time()
         if best is None or t2 - t1 < best[0]:
             best = (t2 - t1, t3 - t0)

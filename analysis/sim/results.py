@@ -3,8 +3,6 @@ row per event record, one row per requested file (analysis/sim/events.py holds t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import polars as pl
 
@@ -15,22 +13,20 @@ from tapelens.analysis.sim.config import (
     SimResult,
     SimSummary,
 )
+from tapelens.analysis.sim.state import SimState
 from tapelens.analysis.throughput.model import MB
-
-if TYPE_CHECKING:
-    from tapelens.analysis.sim.events import Engine
 
 BUSY_KINDS = (EventKind.MOUNT, EventKind.READ, EventKind.UNMOUNT, EventKind.FAILED_READ)
 
 
-def build_result(e: Engine) -> SimResult:
+def build_result(s: SimState) -> SimResult:
     """The summary, the events frame and the per-request frame of a finished run."""
-    p = e.p
-    names = [d.name for d in e.library.drives]
-    table = np.array(e.records, dtype=np.float64).reshape(-1, 6)
+    p = s.p
+    names = [d.name for d in s.library.drives]
+    table = np.array(s.tally.records, dtype=np.float64).reshape(-1, 6)
     kind, start, end, drive, req = (table[:, i] for i in (0, 1, 2, 3, 5))
-    done = np.array(e.done_s)
-    makespan = float(max(e.last_s, np.nanmax(done, initial=0.0)))
+    done = np.array(s.req.done_s)
+    makespan = float(max(s.tally.last_s, np.nanmax(done, initial=0.0)))
     ok = ~np.isnan(done)
     sizes = np.array(p.size, dtype=np.int64)
     busy = np.isin(kind, BUSY_KINDS) & (drive >= 0)
@@ -43,36 +39,36 @@ def build_result(e: Engine) -> SimResult:
     }
     reads = np.isin(kind, (EventKind.READ, EventKind.FAILED_READ))
     summary = SimSummary(
-        scheduler=e.sched,
-        policy=e.policy,
-        window=e.window,
-        files=e.n,
+        scheduler=s.sched,
+        policy=s.policy,
+        window=s.front.window,
+        files=s.n,
         bytes=int(sizes.sum()),
         files_delivered=int(ok.sum()),
         makespan_s=makespan,
         rate_mb_s=float(sizes[ok].sum()) / MB / makespan if makespan > 0 else 0.0,
-        mounts=e.mounts,
+        mounts=s.tally.mounts,
         reads=int(reads.sum()),
-        retries=e.retries,
+        retries=s.tally.retries,
         failed_reads=int((kind == EventKind.FAILED_READ).sum()),
-        purged=e.purged,
+        purged=s.tally.purged,
         drive_busy_share={
             n: float(b / makespan) if makespan > 0 else 0.0
             for n, b in zip(names, busy_s, strict=True)
         },
         requester_done_s=last_done,
-        events=len(e.records),
-        steps=e.steps,
+        events=len(s.tally.records),
+        steps=s.tally.steps,
     )
-    attempts = np.bincount(req[reads].astype(np.int64), minlength=e.n)
-    read_start = np.full(e.n, np.nan)
+    attempts = np.bincount(req[reads].astype(np.int64), minlength=s.n)
+    read_start = np.full(s.n, np.nan)
     good = kind == EventKind.READ
     read_start[req[good].astype(np.int64)] = start[good]  # the last good read of each
-    return SimResult(summary, _events(e, table, names), _requests(e, attempts, read_start))
+    return SimResult(summary, _events(s, table, names), _requests(s, attempts, read_start))
 
 
-def _events(e: Engine, table: np.ndarray, drive_names: list[str]) -> pl.DataFrame:
-    p = e.p
+def _events(s: SimState, table: np.ndarray, drive_names: list[str]) -> pl.DataFrame:
+    p = s.p
     columns = ["k", "start_s", "end_s", "d", "t", "r"]
     raw = pl.DataFrame({c: table[:, i] for i, c in enumerate(columns)}).with_columns(
         pl.col("k", "d", "t", "r").cast(pl.Int64)
@@ -96,15 +92,15 @@ def _events(e: Engine, table: np.ndarray, drive_names: list[str]) -> pl.DataFram
     return frame.cast(EVENTS_SCHEMA)
 
 
-def _requests(e: Engine, attempts: np.ndarray, read_start: np.ndarray) -> pl.DataFrame:
+def _requests(s: SimState, attempts: np.ndarray, read_start: np.ndarray) -> pl.DataFrame:
     wanted = ("path", "volume", "position", "offset_bytes", "size_bytes", "requester")
-    keep = [c for c in (*wanted, "submit_s") if c in e.p.frame.columns]
+    keep = [c for c in (*wanted, "submit_s") if c in s.p.frame.columns]
     return (
-        e.p.frame.select(keep)
+        s.p.frame.select(keep)
         .with_columns(
-            pl.Series("admitted_s", e.admit_s, dtype=pl.Float64),
+            pl.Series("admitted_s", s.req.admit_s, dtype=pl.Float64),
             pl.Series("read_start_s", read_start, dtype=pl.Float64),
-            pl.Series("done_s", e.done_s, dtype=pl.Float64),
+            pl.Series("done_s", s.req.done_s, dtype=pl.Float64),
             pl.Series("attempts", attempts, dtype=pl.Int64),
         )
         .with_columns(pl.col("admitted_s", "read_start_s", "done_s").fill_nan(None))

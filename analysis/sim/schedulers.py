@@ -3,67 +3,94 @@ schedulers and policies; the state they read and change is analysis/sim/events.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+import heapq
+from collections.abc import Callable, Iterable
 
-from tapelens.analysis.sim.state import ASSIGNED, IDLE, IDLE_ORDER, POOL, DriveState
+from tapelens.analysis.sim import drives as drive_ops
+from tapelens.analysis.sim import pool as pooling
+from tapelens.analysis.sim.state import (
+    ASSIGNED,
+    IDLE,
+    IDLE_END,
+    IDLE_ORDER,
+    POOL,
+    DriveState,
+    SimState,
+)
 
-if TYPE_CHECKING:
-    from tapelens.analysis.sim.events import Engine
+
+def free_drive(s: SimState, drv: DriveState, now: float) -> None:
+    """What a drive whose list is read does next (drives.work_done asks, s.schedule)."""
+    if not s.fifo:
+        choose_and_go(s, drv, now)
+        return
+    pooling.own(s, drv, -1)
+    fifo_dispatch(s, now)
+    if drv.phase == IDLE and drv.tape >= 0 and s.to_read:
+        # The deferred dismount: the tape leaves unless a request comes for it first.
+        drv.idle_timer += 1
+        delay = s.config.idle_dismount_s
+        if delay <= 0:  # unloaded as soon as its queue is empty
+            drive_ops.unmount(s, drv, now)
+        else:
+            heapq.heappush(s.heap, (now + delay, IDLE_END, drv.index, drv.idle_timer))
 
 
-def sorted_in(reqs: list[int], st: Sequence[int], state: int) -> list[int]:
-    """The distinct requests of `reqs` in `state`, sorted (a function of its own, so that its
-    callers, which run once per mount, do not pay for a closure cell on every call)."""
-    return sorted({r for r in reqs if st[r] == state})
+def tape_back(s: SimState, t: int, now: float) -> None:
+    """Tape t is back in its cell (drives.unloaded tells, s.tape_back): whoever waited for
+    it, or for the drive it left, may go on."""
+    if s.fifo:
+        fifo_dispatch(s, now)
+    elif s.idle and pooling.pooled(s, t):
+        wake_idle(s, now)
 
 
-def choose_and_go(e: Engine, drv: DriveState, now: float) -> None:
+def choose_and_go(s: SimState, drv: DriveState, now: float) -> None:
     """Sorted scheduling: a free drive reads the requests left behind its head in one more
     pass, or takes the tape its policy picks (all of that tape's visible requests with it)."""
     if drv.later:
-        reqs = sorted_in(drv.later, e.st, ASSIGNED)
+        reqs = pooling.sorted_in(drv.later, s.req.st, ASSIGNED)
         drv.later = []
-        if reqs and not (e.policy == "equal" and starved(e, drv)):
+        if reqs and not (s.policy == "equal" and starved(s, drv)):
             drv.work, drv.wi = reqs, 0
-            e.next_read(drv, now)
+            drive_ops.next_read(s, drv, now)
             return
         for r in reqs:  # another requester's turn: back to the pool, as new requests
-            e.repeats = True
-            e.adm[r] = e.adm_next
-            e.adm_next += 1
-            e.to_pool(r)
+            s.front.repeats = True
+            s.req.adm[r] = s.front.adm_next
+            s.front.adm_next += 1
+            pooling.to_pool(s, r)
     if drv.owner >= 0:  # as own(drv, -1): the drive serves nobody while it chooses
-        e.own(drv, -1)
-    if e.dirty:
-        e.rerank()
-    t = e.line.choose(drv.media, e.active, NO_GROUPS, usable=usable_by(e, drv))
+        pooling.own(s, drv, -1)
+    if s.pool.dirty:
+        pooling.rerank(s)
+    t = s.pool.line.choose(drv.media, s.pool.active, NO_GROUPS, usable=usable_by(s, drv))
     if t < 0:
         return
-    requester = e.line.requester_of(t) if e.policy == "equal" else -1
-    reqs = e.take(t)
+    requester = s.pool.line.requester_of(t) if s.policy == "equal" else -1
+    reqs = pooling.take(s, t)
     if requester >= 0:  # as own(drv, requester): the drive serves nobody just now
         drv.owner = requester
-        e.active[requester] += 1
+        s.pool.active[requester] += 1
     if drv.tape == t:
         drv.work, drv.wi = reqs, 0
-        e.next_read(drv, now)
+        drive_ops.next_read(s, drv, now)
         return
-    e.tape_drive[t] = drv.index
+    s.pool.tape_drive[t] = drv.index
     if drv.tape >= 0:
         drv.next_tape, drv.next_work = t, reqs
-        e.unmount(drv, now)
+        drive_ops.unmount(s, drv, now)
     else:
-        e.mount(drv, t, reqs, now)
+        drive_ops.mount(s, drv, t, reqs, now)
 
 
 NO_GROUPS = [0]  # the simulator's requests carry no group: one, never busy
 
 
-def usable_by(e: Engine, drv: DriveState) -> Callable[[int], bool]:
+def usable_by(s: SimState, drv: DriveState) -> Callable[[int], bool]:
     """Whether the drive may take a tape: in its cell (or in this drive), not kept for a
     drive that follows a plan (the line only holds media the drive reads)."""
-    tape_drive, reserved, d = e.tape_drive, e.plan_reserved, drv.index
+    tape_drive, reserved, d = s.pool.tape_drive, s.pool.plan_reserved, drv.index
 
     def usable(t: int) -> bool:
         holder = tape_drive[t]
@@ -72,67 +99,77 @@ def usable_by(e: Engine, drv: DriveState) -> Callable[[int], bool]:
     return usable
 
 
-def starved(e: Engine, drv: DriveState) -> bool:
+def starved(s: SimState, drv: DriveState) -> bool:
     """Equal sharing: another requester with work this drive could do has at least two drives
     fewer than the requester this drive serves."""
-    mine = e.active[drv.owner] if drv.owner >= 0 else 0
-    if e.dirty:
-        e.rerank()
-    usable = usable_by(e, drv)
+    mine = s.pool.active[drv.owner] if drv.owner >= 0 else 0
+    if s.pool.dirty:
+        pooling.rerank(s)
+    usable = usable_by(s, drv)
     return any(
-        q != drv.owner and e.active[q] + 1 < mine and e.line.has_work(q, drv.media, usable)
-        for q in range(len(e.p.requesters))
+        q != drv.owner
+        and s.pool.active[q] + 1 < mine
+        and s.pool.line.has_work(q, drv.media, usable)
+        for q in range(len(s.p.requesters))
     )
 
 
-def wake_idle(e: Engine, now: float) -> None:
+def wake_idle(s: SimState, now: float) -> None:
     """Work entered the pool (admissions, a tape back in its cell): idle drives decide again,
     empty ones first, then the longest idle."""
-    drives = e.drives
-    for drv in sorted(map(drives.__getitem__, e.idle), key=IDLE_ORDER):
+    drives = s.drives
+    for drv in sorted(map(drives.__getitem__, s.idle), key=IDLE_ORDER):
         if drv.phase == IDLE:
-            choose_and_go(e, drv, now)
+            choose_and_go(s, drv, now)
 
 
-def fifo_join(e: Engine, r: int, drv: DriveState, now: float) -> None:
+def fifo_join(s: SimState, r: int, drv: DriveState, now: float) -> None:
     """Request r goes to the drive that holds (or is about to mount) its tape, read after the
     ones before it: a tape system reads a mounted tape's queue in arrival order."""
-    e.st[r] = ASSIGNED
-    if drv.tape != e.p.tape[r]:
+    s.req.st[r] = ASSIGNED
+    if drv.tape != s.p.tape[r]:
         drv.next_work.append(r)
     else:
         drv.work.append(r)
         if drv.phase == IDLE:
-            e.next_read(drv, now)
+            drive_ops.next_read(s, drv, now)
 
 
-def fifo_dispatch(e: Engine, now: float) -> None:
+def fifo_dispatch(s: SimState, now: float) -> None:
     """FIFO as a tape system serves direct submission: one queue per tape. A request for a tape
     a drive holds has joined that drive's list on admission (fifo_join); each free drive mounts
     the tape of the oldest waiting request it can read (an empty drive first, then the longest
     idle, whose tape is dismounted then), with every request waiting for that tape, in arrival
     order. A request that waits for a drive holds up no request behind it for another tape."""
-    pool, st, tape, drives, pending = e.fifo_pool, e.st, e.p.tape, e.drives, e.pending
+    waiting, st, tape, drives, pending = (
+        s.pool.fifo_pool,
+        s.req.st,
+        s.p.tape,
+        s.drives,
+        s.pool.pending,
+    )
     blocked: set[int] = set()  # media no free drive reads just now
     i = 0  # requests before it wait; from it on, not looked at yet
-    while e.idle and i < len(pool):
-        r = pool[i]
+    while s.idle and i < len(waiting):
+        r = waiting[i]
         if st[r] != POOL:  # taken with its tape's queue, or gone: drop it when at the front
             if i == 0:
-                pool.popleft()
+                waiting.popleft()
             else:
                 i += 1
             continue
         t = tape[r]
-        if e.tape_drive[t] >= 0:  # its tape is on its way out of a drive: it waits for the cell
+        if (
+            s.pool.tape_drive[t] >= 0
+        ):  # its tape is on its way out of a drive: it waits for the cell
             i += 1
             continue
-        media = e.p.tape_media[t]
+        media = s.p.tape_media[t]
         if media in blocked:
             i += 1
             continue
-        free: Iterable[DriveState] = map(drives.__getitem__, e.idle)
-        if not e.read_by_all[media]:
+        free: Iterable[DriveState] = map(drives.__getitem__, s.idle)
+        if not s.read_by_all[media]:
             free = [x for x in free if x.reads[media]]
         drv = min(free, key=IDLE_ORDER, default=None)
         if drv is None:
@@ -143,11 +180,11 @@ def fifo_dispatch(e: Engine, now: float) -> None:
         pending[t] = []
         for x in reqs:
             st[x] = ASSIGNED
-        e.tape_drive[t] = drv.index
+        s.pool.tape_drive[t] = drv.index
         if drv.tape >= 0:
             drv.next_tape, drv.next_work = t, reqs
-            e.unmount(drv, now)
+            drive_ops.unmount(s, drv, now)
         else:
-            e.mount(drv, t, reqs, now)
-    while pool and st[pool[0]] != POOL:
-        pool.popleft()
+            drive_ops.mount(s, drv, t, reqs, now)
+    while waiting and st[waiting[0]] != POOL:
+        waiting.popleft()

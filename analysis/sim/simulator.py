@@ -7,8 +7,9 @@ simulation agree), a stream of requests with submission times, a queue window (t
 sees at most W requests, as dCache's limit on stage requests does), schedulers `fifo`, `sorted`
 and `planned`, injected faults and retry policies. Times are seconds from the start of the run.
 This module holds `simulate` and re-exports the options and typed results (config.py); the rest
-is in inputs.py (request frame to flat lists, scalar read times), events.py (event loop, drive
-actions), schedulers.py, faults.py, results.py and io.py (files in and out).
+is in inputs.py (request frame to flat lists, scalar read times), state.py (the run's state, one
+object passed to every function), events.py (the event loop), pool.py, drives.py,
+schedulers.py, admit.py, faults.py, results.py and io.py (files in and out).
 
 Schedulers (docs/domain.md, "What a good recall does"):
 - fifo: direct submission as HPSS, CTA and Spectrum Protect serve it (docs/baselines.md): one
@@ -64,8 +65,9 @@ from tapelens.analysis.sim.config import (
     parse_fault,
     parse_retry,
 )
-from tapelens.analysis.sim.events import Engine
+from tapelens.analysis.sim.events import bind, simulate_run
 from tapelens.analysis.sim.inputs import can_read, prepare
+from tapelens.analysis.sim.state import new_state
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
@@ -127,9 +129,7 @@ def simulate(
     ]
     if unreadable:
         raise InputError(f"no drive of the library reads {', '.join(sorted(set(unreadable)))}")
-    engine = Engine(prepared, library, readable, config, rng)
-    engine.run()
-    return engine.result()
+    return simulate_run(bind(new_state(prepared, library, readable, config, rng)))
 
 
 def scattered_requests(

@@ -15,6 +15,8 @@ from tapelens.analysis.recall.policies import TapeQueue
 from tapelens.analysis.sim import admit as sim_admit
 from tapelens.analysis.sim import events as sim_engine
 from tapelens.analysis.sim import inputs as sim_inputs
+from tapelens.analysis.sim import simulator as sim_simulator
+from tapelens.analysis.sim import state as sim_state
 from tapelens.analysis.sim.inputs import pass_timer, prepare, read_timer
 from tapelens.analysis.sim.simulator import (
     Fault,
@@ -25,7 +27,7 @@ from tapelens.analysis.sim.simulator import (
     scattered_requests,
     simulate,
 )
-from tapelens.analysis.sim.state import POOL
+from tapelens.analysis.sim.state import BACKLOG, POOL, SimState
 from tapelens.analysis.throughput.model import default_params
 
 PARAMS = default_params()
@@ -134,13 +136,14 @@ def test_skipped_checks_leave_results_unchanged(
     would not)."""
     requests = recall(4)
     shortcut = run(requests, **config)
-    init = sim_engine.Engine.__init__
+    new_state = sim_state.new_state
 
-    def checking_all(self: sim_engine.Engine, *args: Any) -> None:
-        init(self, *args)
-        setattr(self, flag, True)
+    def checking_all(*args: Any) -> SimState:
+        s = new_state(*args)
+        setattr(s.front if flag == "repeats" else s.pool, flag, True)
+        return s
 
-    monkeypatch.setattr(sim_engine.Engine, "__init__", checking_all)
+    monkeypatch.setattr(sim_simulator, "new_state", checking_all)
     assert_same(run(requests, **config), shortcut)
 
 
@@ -186,7 +189,7 @@ def test_the_line_of_tapes_picks_what_a_scan_picks(
         how="diagonal_relaxed",
     )
     heap = run(requests, policy=policy, window=window)
-    monkeypatch.setattr(sim_engine, "TapeQueue", ScanQueue)
+    monkeypatch.setattr(sim_state, "TapeQueue", ScanQueue)
     assert_same(run(requests, policy=policy, window=window), heap)
 
 
@@ -198,23 +201,26 @@ def test_batch_placement_matches_admission_one_by_one() -> None:
     batch = [int(r) for r in np.random.default_rng(6).permutation(len(p.tape))]
     engines = []
     for bulk in (False, True):
-        e = sim_engine.Engine(p, LIBRARY, readable, SimConfig(), np.random.default_rng(0))
+        e = sim_engine.bind(
+            sim_state.new_state(p, LIBRARY, readable, SimConfig(), np.random.default_rng(0))
+        )
         for r in batch:
-            e.gen[r] = 1
-            e.st[r] = sim_engine.BACKLOG
+            e.req.gen[r] = 1
+            e.req.st[r] = BACKLOG
         if bulk:
             assert sim_admit.place_new(e, batch, 5.0)
         else:
-            e.backlog.extend(e.n + r for r in batch)
+            e.front.backlog.extend(e.n + r for r in batch)
             e.idle.clear()  # no drive acts: the placement alone
             e.admit(5.0)
         engines.append(e)
     one, bulk = engines
-    assert bulk.st == one.st and all(s == POOL for s in bulk.st)
-    assert bulk.adm == one.adm and bulk.admit_s == one.admit_s
-    assert (bulk.adm_next, bulk.window_used) == (one.adm_next, one.window_used)
-    assert [sorted(x) for x in bulk.pending] == [sorted(x) for x in one.pending]
-    assert bulk.line.waiting() == one.line.waiting()
+    assert bulk.req.st == one.req.st and all(s == POOL for s in bulk.req.st)
+    assert bulk.req.adm == one.req.adm and bulk.req.admit_s == one.req.admit_s
+    assert bulk.front.adm_next == one.front.adm_next
+    assert bulk.front.window_used == one.front.window_used
+    assert [sorted(x) for x in bulk.pool.pending] == [sorted(x) for x in one.pool.pending]
+    assert bulk.pool.line.waiting() == one.pool.line.waiting()
 
 
 def test_shared_values_are_equal_and_one_object_each(monkeypatch: pytest.MonkeyPatch) -> None:
