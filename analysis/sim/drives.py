@@ -76,6 +76,17 @@ def mount(s: SimState, drv: DriveState, t: int, reqs: list[int], now: float) -> 
         pool.open_block(s, reqs, now)
 
 
+def take_tape(s: SimState, drv: DriveState, t: int, reqs: list[int], now: float) -> None:
+    """The drive takes tape t to read `reqs`: it mounts it, once the tape it holds (if any)
+    is unloaded."""
+    s.pool.tape_drive[t] = drv.index
+    if drv.tape >= 0:
+        drv.next_tape, drv.next_work = t, reqs
+        unmount(s, drv, now)
+    else:
+        mount(s, drv, t, reqs, now)
+
+
 def unmount(s: SimState, drv: DriveState, now: float) -> None:
     if drv.phase == IDLE:
         s.idle.remove(drv.index)

@@ -76,12 +76,7 @@ def choose_and_go(s: SimState, drv: DriveState, now: float) -> None:
         drv.work, drv.wi = reqs, 0
         drive_ops.next_read(s, drv, now)
         return
-    s.pool.tape_drive[t] = drv.index
-    if drv.tape >= 0:
-        drv.next_tape, drv.next_work = t, reqs
-        drive_ops.unmount(s, drv, now)
-    else:
-        drive_ops.mount(s, drv, t, reqs, now)
+    drive_ops.take_tape(s, drv, t, reqs, now)
 
 
 NO_GROUPS = [0]  # the simulator's requests carry no group: one, never busy
@@ -180,11 +175,6 @@ def fifo_dispatch(s: SimState, now: float) -> None:
         pending[t] = []
         for x in reqs:
             st[x] = ASSIGNED
-        s.pool.tape_drive[t] = drv.index
-        if drv.tape >= 0:
-            drv.next_tape, drv.next_work = t, reqs
-            drive_ops.unmount(s, drv, now)
-        else:
-            drive_ops.mount(s, drv, t, reqs, now)
+        drive_ops.take_tape(s, drv, t, reqs, now)
     while waiting and st[waiting[0]] != POOL:
         waiting.popleft()
