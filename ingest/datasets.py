@@ -140,6 +140,46 @@ def with_datasets(frame: pl.DataFrame, rules: DatasetRules) -> pl.DataFrame:
         "dataset_type": dataset_type_expr(rules),
         "experiment": experiment_expr(rules),
     }
+    if rules.dataset is None and rules.experiment is None and frame.height:
+        return _with_datasets_by_folder(frame, rules, exprs)
     return frame.with_columns(
         (pl.col(c).fill_null(e) if c in frame.columns else e).alias(c) for c, e in exprs.items()
     )
+
+
+def _with_datasets_by_folder(
+    frame: pl.DataFrame, rules: DatasetRules, exprs: dict[str, pl.Expr]
+) -> pl.DataFrame:
+    """with_datasets under the default rules, where dataset and experiment depend on the folder:
+    worked out once per folder (a catalog has thousands of folders for millions of files), the
+    same values as per file. The experiment falls back to the file's own rule where the folder
+    names none (the file name may then) or the path has no file name."""
+    path = pl.col("path")
+    has_folder = path.str.contains("/", literal=True)
+    folders = frame.select(
+        pl.when(has_folder).then(path.str.replace(r"/[^/]*$", "")).alias("_folder"),
+        (~has_folder | path.str.ends_with("/")).alias("_own"),
+    )
+    # A stand-in file name with a dot, which never names an experiment itself.
+    in_folder = pl.col("_folder") + "/f.x"
+    per_folder = (
+        folders.select("_folder")
+        .unique()
+        .with_columns(
+            experiment_expr(rules, in_folder).fill_null(UNKNOWN).alias("_experiment"),
+            dataset_expr(rules, in_folder).fill_null("").alias("_dataset"),
+        )
+    )
+    derived = folders.join(
+        per_folder, on="_folder", how="left", maintain_order="left", nulls_equal=True
+    )
+    experiment = derived["_experiment"]
+    own = ((experiment == UNKNOWN) | derived["_own"]).arg_true()
+    if own.len():
+        experiment = experiment.scatter(own, frame[own].select(exprs["experiment"]).to_series())
+    found = {"dataset": derived["_dataset"], "experiment": experiment}
+    columns = []
+    for c, e in exprs.items():
+        value = pl.lit(found[c]) if c in found else e
+        columns.append((pl.col(c).fill_null(value) if c in frame.columns else value).alias(c))
+    return frame.with_columns(columns)

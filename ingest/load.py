@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
+from typing import Protocol, cast
 
 import polars as pl
 import psycopg
@@ -46,8 +46,13 @@ from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
 from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject
 
-# progress(bytes_read, total_bytes or None, rows_loaded)
-Progress = Callable[[int, int | None, int], None]
+
+class Progress(Protocol):
+    """Told as a load goes: input bytes read of the total, rows so far, and the step when it is
+    not reading (building an index)."""
+
+    def __call__(self, done: int, total: int | None, rows: int, step: str = "") -> None: ...
+
 
 HASH_CHUNK = 1 << 20
 
@@ -210,6 +215,45 @@ class _File:
     real: Path  # a real file (stdin spooled)
     sha: str
     total: int  # bytes
+
+
+# Bytes of input per catalog row, at the least (an HPSS `ls -P` line is about 230 bytes, a CTA or
+# TSM one about 200): a file's size over this bounds the rows it can hold from above.
+MIN_BYTES_PER_ROW = 100
+
+
+def _bulk_worthwhile(conn: psycopg.Connection, total_bytes: int) -> bool:
+    """Whether to load without the table's indexes and build them afterwards, as PostgreSQL's
+    manual advises for bulk loads ("Populating a Database": a new index is built faster over the
+    whole table than grown row by row). It pays when the file may hold more rows than the
+    table has: always on a first load. Counting stops at that many rows, so a large table
+    costs no full count."""
+    bound = max(total_bytes // MIN_BYTES_PER_ROW, 1)
+    row = conn.execute(
+        "select count(*) from (select 1 from tapelens.tape_files limit %s) as t", [bound]
+    ).fetchone()
+    return row is not None and int(row[0]) < bound
+
+
+def _drop_indexes(cur: psycopg.Cursor) -> list[tuple[str, str]]:
+    """Drop the catalog table's indexes (inside the load's transaction); their definitions."""
+    indexes = cur.execute(
+        "select indexname, indexdef from pg_indexes"
+        " where schemaname = 'tapelens' and tablename = 'tape_files' order by indexname"
+    ).fetchall()
+    for name, _ in indexes:
+        cur.execute(sql.SQL("drop index {}").format(_ident("tapelens", name)))
+    return [(str(n), str(d)) for n, d in indexes]
+
+
+def _build_indexes(
+    cur: psycopg.Cursor, indexes: list[tuple[str, str]], progress: Progress | None, rows: int
+) -> None:
+    """Build the dropped indexes again, each over the whole table in one sort."""
+    for i, (name, definition) in enumerate(indexes, start=1):
+        if progress:
+            progress(0, None, rows, f"index {i} of {len(indexes)} ({name})")
+        cur.execute(definition)  # pg_indexes' own CREATE INDEX text for this table
 
 
 def _source_is_empty(conn: psycopg.Connection, source: str) -> bool:
@@ -454,6 +498,7 @@ def _copy_batches(
     cols = list(canonical.SCHEMAS[kind])
     extra = [] if kind == "tapes" else ["ingest_run_id"]
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
+    bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
     # The files of one dump share the transaction: each gets a fresh stage. Its constraints are
     # the table's, so that a row the table would refuse is refused by the COPY, where it can be
@@ -486,8 +531,14 @@ def _copy_batches(
         )
 
     try:
-        return stream(target, direct, False)
+        if not bulk:
+            return stream(target, direct, False)
+        indexes = _drop_indexes(cur)
+        streamed = stream(target, direct, False)
+        _build_indexes(cur, indexes, progress, streamed[0])
+        return streamed
     except psycopg.Error as exc:
+        # The indexes dropped for a bulk load come back with the savepoint.
         cur.execute("rollback to savepoint load_stream")
         rejects.reset()
         if direct and isinstance(exc, psycopg.errors.UniqueViolation):

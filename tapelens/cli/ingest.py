@@ -36,7 +36,8 @@ PROGRESS_AFTER_S = 2.0  # inputs that load faster than this show no progress bar
 
 class _LazyProgress:
     """Progress on stderr once a load has run for a few seconds: a bar on a terminal, a plain
-    line every PLAIN_EVERY_S seconds otherwise (logs of batch jobs)."""
+    line every PLAIN_EVERY_S seconds otherwise (logs of batch jobs), with rows/s and the time
+    left; steps after the reading (building indexes) each get a line of their own."""
 
     PLAIN_EVERY_S = 10.0
 
@@ -47,18 +48,21 @@ class _LazyProgress:
         self.task: Any = None
         self.tty = sys.stderr.isatty()
         self.last_line = self.started
+        self.step = ""
 
-    def __call__(self, done: int, total: int | None, rows: int) -> None:
+    def __call__(self, done: int, total: int | None, rows: int, step: str = "") -> None:
         now = time.monotonic()
+        if step:
+            if step != self.step and now - self.started >= PROGRESS_AFTER_S:
+                self.close()
+                click.echo(f"{self.label}: {rows:,} rows read; building {step}", err=True)
+            self.step = step
+            return
         if not self.tty:
             if now - self.last_line >= self.PLAIN_EVERY_S:
                 self.last_line = now
-                mb_s = done / 1e6 / max(now - self.started, 1e-9)
-                of = f" of {total / 1e6:,.0f}" if total else ""
-                click.echo(
-                    f"{self.label}: {done / 1e6:,.0f}{of} MB, {rows:,} rows, {mb_s:,.1f} MB/s",
-                    err=True,
-                )
+                rates = _rates(done, total, rows, now - self.started)
+                click.echo(f"{self.label}: {rates}", err=True)
             return
         if self.bar is None:
             if now - self.started < PROGRESS_AFTER_S:
@@ -68,18 +72,33 @@ class _LazyProgress:
                 BarColumn(),
                 DownloadColumn(),
                 TransferSpeedColumn(),
-                TextColumn("{task.fields[rows]:,} rows"),
+                TextColumn("{task.fields[rows]:,} rows, {task.fields[rate]:,.0f} rows/s"),
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task(self.label, total=total, rows=0)
-        self.bar.update(self.task, completed=done, rows=rows)
+            self.task = self.bar.add_task(self.label, total=total, rows=0, rate=0.0)
+        rate = rows / max(now - self.started, 1e-9)
+        self.bar.update(self.task, completed=done, rows=rows, rate=rate)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
+
+
+def _rates(done: int, total: int | None, rows: int, elapsed_s: float) -> str:
+    """'386 of 462 MB, 1,676,774 rows, 129,000 rows/s, 38.2 MB/s, 0:02 left'."""
+    elapsed_s = max(elapsed_s, 1e-9)
+    mb_s = done / 1e6 / elapsed_s
+    of = f" of {total / 1e6:,.0f}" if total else ""
+    rows_s = rows / elapsed_s
+    text = f"{done / 1e6:,.0f}{of} MB, {rows:,} rows, {rows_s:,.0f} rows/s, {mb_s:,.1f} MB/s"
+    if total and done:
+        left = max(total - done, 0) * elapsed_s / done
+        text += f", {int(left // 60)}:{int(left % 60):02d} left"
+    return text
 
 
 def _report(result: IngestResult) -> None:
