@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import queue
 import shutil
 import sys
@@ -133,9 +134,25 @@ def _prepare(kind: str, frame: pl.DataFrame, rules: DatasetRules) -> pl.DataFram
     )
 
 
-def _csv(frame: pl.DataFrame) -> bytes:
-    # Strings always quoted, nulls bare and empty: NULL and '' stay distinct through COPY CSV.
-    return frame.write_csv(include_header=False, quote_style="non_numeric").encode()
+# COPY's text format: tab-separated, \N for NULL, backslash escapes. The server reads it a
+# fifth faster than CSV (no quoting to undo), and Polars writes it as fast.
+_ESCAPED = r"[\\\t\n\r]"
+_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
+
+
+def _copy_text(frame: pl.DataFrame) -> memoryview:
+    """The rows in COPY's text format (written into one buffer, not copied again)."""
+    texts = [c for c, t in frame.schema.items() if t == pl.String]
+    if texts and frame.select(pl.any_horizontal(pl.col(texts).str.contains(_ESCAPED)).any()).item():
+        escaped = [pl.col(c) for c in texts]
+        for plain, escape in _ESCAPES:  # the backslash first, so escapes are not escaped again
+            escaped = [e.str.replace_all(plain, escape, literal=True) for e in escaped]
+        frame = frame.with_columns(escaped)
+    out = io.BytesIO()
+    frame.write_csv(
+        out, include_header=False, separator="\t", quote_style="never", null_value="\\N"
+    )
+    return out.getbuffer()
 
 
 def _ident(*parts: str) -> sql.Composable:
@@ -571,7 +588,7 @@ def _stream(
     rows = skipped = 0
     volumes: set[str] = set()
     notes: list[str] = []
-    stmt = sql.SQL("copy {} ({}) from stdin (format csv)").format(target, _cols(columns))
+    stmt = sql.SQL("copy {} ({}) from stdin").format(target, _cols(columns))
     batches = _encoded_batches(fmt, real, shown, options, rules, run_id)
     with ExitStack() as stack:
         copy = None if careful else stack.enter_context(cur.copy(stmt))
@@ -605,7 +622,7 @@ def _copy_rows(
     cur.execute("savepoint load_rows")
     try:
         with cur.copy(stmt) as copy:
-            copy.write(_csv(frame.drop(LINE_NO)))
+            copy.write(_copy_text(frame.drop(LINE_NO)))
     except psycopg.Error as exc:
         cur.execute("rollback to savepoint load_rows")
         if frame.height > 1:
@@ -624,7 +641,7 @@ def _copy_rows(
     return frame.height
 
 
-_Encoded = tuple[Batch, bytes, pl.DataFrame, set[str]]
+_Encoded = tuple[Batch, bytes | memoryview, pl.DataFrame, set[str]]
 _DONE = object()
 PIPELINE_DEPTH = 2  # batches parsed ahead of the COPY: bounds memory to a few batches
 
@@ -651,7 +668,8 @@ def _encoded_batches(
             parse = fmt.parser()
             opts = replace(options, extra={**options.extra, "display_name": shown})
             for batch in parse(real, options=opts):
-                payload, frame, vols = b"", pl.DataFrame({LINE_NO: []}), set()
+                payload: bytes | memoryview = b""
+                frame, vols = pl.DataFrame({LINE_NO: []}), set()
                 if batch.frame.height:
                     frame, refused = refuse_unstorable(
                         fmt.kind, _prepare(fmt.kind, batch.frame, rules)
@@ -663,7 +681,7 @@ def _encoded_batches(
                         batch.rejects = sorted(batch.rejects + refused, key=lambda r: r.line_no)
                     if fmt.kind != "tapes":
                         frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
-                    payload = _csv(frame.drop(LINE_NO))
+                    payload = _copy_text(frame.drop(LINE_NO))
                     if "volume" in frame.columns:
                         vols = {v for v in frame["volume"].unique().to_list() if v}
                 while not stop.is_set():

@@ -204,3 +204,52 @@ def test_killing_a_load_midway_leaves_zero_rows(dsn: str, tmp_path: Path) -> Non
     assert copies(dsn) == []
     with psycopg.connect(dsn) as conn:
         assert conn.execute("select count(*) from tapelens.ingest_runs").fetchone() == (0,)
+
+
+def indexes(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return [
+            r[0]
+            for r in conn.execute(
+                "select indexdef from pg_indexes where schemaname = 'tapelens'"
+                " and tablename = 'tape_files' order by indexname"
+            )
+        ]
+
+
+def test_names_with_backslashes_tabs_and_null_markers_load_as_written(
+    dsn: str, tmp_path: Path
+) -> None:
+    # COPY's text format escapes what it uses itself: the names come back byte for byte.
+    from tapelens.ingest.formats import lookup
+
+    names = ["/d/back\\slash", "/d/tab\there", "/d/\\N", "/d/ends\\", "/d/\\t literally"]
+    f = tmp_path / "names.csv"
+    f.write_text(
+        "volume,position,size_bytes,path,written_at\n"
+        + "".join(f'V00001L8,{i},10,"{n}",2024-01-02T03:04:05Z\n' for i, n in enumerate(names, 1))
+    )
+    before = indexes(dsn)
+    result = ingest_file(dsn, lookup("catalog", "csv"), f, ParseOptions(source="names"))
+    assert result.rows == len(names)
+    with psycopg.connect(dsn) as conn:
+        stored = [
+            r[0]
+            for r in conn.execute(
+                "select path from tapelens.tape_files where source = 'names' order by position"
+            )
+        ]
+    assert stored == names
+    # The first load went without the indexes and built them again, the same ones.
+    assert indexes(dsn) == before
+
+
+def test_a_failed_first_load_keeps_the_indexes(dsn: str, tmp_path: Path) -> None:
+    before = indexes(dsn)
+    f = write(tmp_path / "bad.txt", ["V00001L8 1 100 /x/d/a", "V00001L8 x 100 /x/d/b"])
+    with pytest.raises(ParseError):
+        ingest_file(dsn, FAKE_CATALOG, f, ParseOptions(source="fake", strict=True))
+    assert indexes(dsn) == before
+    dup = write(tmp_path / "dup.txt", ["V00001L8 1 100 /x/d/a", "V00001L8 1 100 /x/d/a"])
+    ingest_file(dsn, FAKE_CATALOG, dup, OPTS)
+    assert indexes(dsn) == before
