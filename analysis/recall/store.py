@@ -56,11 +56,18 @@ _CATALOG_STEPS = (
     join plan_requests r on r.kind = 'dataset' and d.dataset = r.key
     where d.removed_at is null""",
     "analyze plan_files",
+    # A copy whose file id is its path is found through the path index, the others through
+    # the file_id index, which holds only them (migration 013).
     """create temporary table plan_copies on commit drop as
     select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
            f.aggregate_id, f.copy_no, f.written_at, f.other_volumes
+    from tapelens.tape_files f join plan_files w on w.file_id = f.path
+    where f.removed_at is null and f.file_id = f.path
+    union all
+    select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
+           f.aggregate_id, f.copy_no, f.written_at, f.other_volumes
     from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
-    where f.removed_at is null""",
+    where f.removed_at is null and f.file_id <> f.path""",
     "analyze plan_copies",
     # Every tape object of the tapes involved, with its byte address; removed copies keep their
     # bytes on the tape until it is repacked.

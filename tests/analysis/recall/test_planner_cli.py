@@ -194,3 +194,26 @@ def test_compare_frames_in_figures() -> None:
     assert summary["median_abs_pct_error_duration"] == 25.0  # errors 25%, 50%, 0%
     assert summary["order_rank_correlation"] == pytest.approx(1.0)
     assert per_file["actual_start_s"].to_list()[:3] == [0.0, 8.0, 30.0]
+
+
+def test_copies_are_found_whether_their_file_id_is_their_path_or_not(site: str) -> None:
+    # HPSS's file id is the path (found through the path index); here the others' are not
+    # (found through the file_id index, which holds only them).
+    with psycopg.connect(site, autocommit=True) as conn:
+        conn.execute(
+            "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
+            " dataset_type, experiment, size_bytes, volume, position, written_at, ingest_run_id)"
+            " values ('hpss', 'h1', '/hpss/D/h1', '/hpss/D/h1', 'H', 'RAW', 'exp', 1, 'A1', 99,"
+            " '2021-01-01', 1)"
+        )
+        for kind, key in (("path", "/hpss/D/h1"), ("file_id", "/hpss/D/h1"), ("file_id", "a1")):
+            requests = pl.DataFrame({"kind": [kind], "key": [key]})
+            found = plan_store.load_catalog(conn, requests)
+            assert found.height == 1, (kind, key)
+            assert found["file_id"].to_list() == [key], (kind, key)
+        # By path, a file whose id is not its path is found with its own id.
+        found = plan_store.load_catalog(
+            conn, pl.DataFrame({"kind": ["path"], "key": ["/store/D/a2"]})
+        )
+        assert sorted(found["volume"].to_list()) == ["A1", "S1"]
+        assert set(found["file_id"]) == {"a2"}
