@@ -517,13 +517,16 @@ def _copy_batches(
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
     bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
-    # The files of one dump share the transaction: each gets a fresh stage. Its constraints are
-    # the table's, so that a row the table would refuse is refused by the COPY, where it can be
-    # found, rather than by the upsert.
-    cur.execute("drop table if exists _tapelens_stage")
+    # The files of one dump share the transaction. A catalog's files share one stage, compared
+    # with the table once they are all in (_apply_catalog); the other kinds' each get a fresh
+    # one. Its constraints are the table's, so that a row the table would refuse is refused by
+    # the COPY, where it can be found, rather than later.
+    if kind != "catalog":
+        cur.execute("drop table if exists _tapelens_stage")
     cur.execute(
         sql.SQL(
-            "create temp table {} (like {} including defaults including constraints) on commit drop"
+            "create temp table if not exists {}"
+            " (like {} including defaults including constraints) on commit drop"
         ).format(stage, _ident("tapelens", canonical.TABLES[kind]))
     )
     cur.execute("savepoint load_stream")
@@ -605,7 +608,7 @@ def _stream(
                 volumes |= batch_volumes
             if progress:
                 progress(batch.bytes_read, total, rows)
-    if not direct:
+    if not direct and fmt.kind != "catalog":
         rows = _upsert(cur, fmt.kind, columns, run_id)
     return rows, skipped, volumes, notes
 
@@ -717,35 +720,7 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
     cols = _cols(columns)
     staged_row = cur.execute("select count(*) from _tapelens_stage").fetchone()
     staged = int(staged_row[0]) if staged_row else 0
-    if kind == "catalog":
-        keys = ("source", "copy_id", "written_at")
-        changing = [c for c in columns if c not in keys]
-        # An exact size stays when a dump that prints sizes rounded (CTA's text table) lists
-        # the copy again with a size its rounding allows: the exact figure is the better one.
-        keep_exact = sql.SQL(
-            "case when excluded.size_bound_bytes is not null"
-            " and tape_files.size_bound_bytes is null"
-            " and abs(excluded.size_bytes - tape_files.size_bytes) <= excluded.size_bound_bytes"
-            " then tape_files.{c} else excluded.{c} end"
-        )
-        sets = sql.SQL(", ").join(
-            sql.SQL("{} = ").format(sql.Identifier(c))
-            + (
-                keep_exact.format(c=sql.Identifier(c))
-                if c in ("size_bytes", "size_bound_bytes")
-                else sql.SQL("excluded.{}").format(sql.Identifier(c))
-            )
-            for c in changing
-        )
-        cur.execute(
-            sql.SQL(
-                "insert into {t} ({c}) select distinct on (source, copy_id, written_at) {c}"
-                " from _tapelens_stage order by source, copy_id, written_at"
-                " on conflict (source, copy_id, written_at) do update set {s},"
-                " last_seen_at = now(), removed_at = null, removed_run_id = null"
-            ).format(t=table, c=cols, s=sets)
-        )
-    elif kind == "transfers":
+    if kind == "transfers":
         cur.execute(
             sql.SQL(
                 "insert into {t} ({c}) select {c} from _tapelens_stage on conflict do nothing"
@@ -778,6 +753,113 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
     return staged
 
 
+# What a catalog row says beyond its key; a row whose values are all the same as the stored
+# copy's is not written again.
+_KEY = ("source", "copy_id", "written_at")
+_SIZES = ("size_bytes", "size_bound_bytes")
+
+
+def _apply_catalog(
+    cur: psycopg.Cursor,
+    source: str,
+    run_ids: list[int],
+    volumes: list[str] | None,
+    check_retired: Callable[[int], None],
+) -> int:
+    """Bring the table to the dump staged in _tapelens_stage (the rows of its files that did not
+    go straight into a source that held nothing): one pass compares it with the live copies of
+    its scope (the source, or the listed volumes of a per-volume listing), keeping only the
+    differences,
+    so that a newer dump that changes 1% of a catalog writes 1% of it. New or changed copies
+    are written (and come back to life if they were retired), copies the dump no longer lists
+    are retired; unchanged copies keep their row and their run id. `check_retired` sees how
+    many copies would be retired before anything is written (and may refuse). Returns that
+    number."""
+    pending = cur.execute(
+        "select exists (select 1 from _tapelens_stage) or exists (select 1 from"
+        " tapelens.tape_files where source = %s and removed_at is null"
+        " and ingest_run_id <> all(%s))",
+        [source, run_ids],
+    ).fetchone()
+    if not (pending and pending[0]):
+        return 0  # every row went straight into a source that held nothing before
+    values = [c for c in canonical.TAPE_FILES if c not in _KEY]
+    same = sql.SQL(" and ").join(
+        sql.SQL("s.{c} is not distinct from t.{c}").format(c=sql.Identifier(c))
+        for c in values
+        if c not in _SIZES
+    )
+    # A size printed rounded (CTA's text table) that the stored exact size falls within is the
+    # same size: the exact figure stays (see the update below).
+    same_size = sql.SQL(
+        "(s.size_bytes = t.size_bytes and s.size_bound_bytes is not distinct from"
+        " t.size_bound_bytes or s.size_bound_bytes is not null and t.size_bound_bytes is null"
+        " and abs(s.size_bytes - t.size_bytes) <= s.size_bound_bytes)"
+    )
+    cols = [*canonical.TAPE_FILES, "ingest_run_id"]
+    scope = (
+        sql.SQL(" and volume = any({})").format(sql.Literal(volumes))
+        if volumes is not None
+        else sql.SQL("")
+    )
+    cur.execute("analyze _tapelens_stage")
+    cur.execute(
+        sql.SQL(
+            "create temp table _tapelens_diff on commit drop as"
+            " select {s_cols}, t.source as held_source, t.copy_id as held_copy_id,"
+            " t.written_at as held_written_at"
+            " from _tapelens_stage s full join ("
+            "   select {t_cols} from tapelens.tape_files where source = {source}"
+            "   and removed_at is null and ingest_run_id <> all({runs}){scope}) t"
+            " on s.source = t.source and s.copy_id = t.copy_id and s.written_at = t.written_at"
+            " where s.copy_id is null or t.copy_id is null or not ({same} and {same_size})"
+        ).format(
+            s_cols=sql.SQL(", ").join(sql.SQL("s.{}").format(sql.Identifier(c)) for c in cols),
+            t_cols=_cols(list(canonical.TAPE_FILES)),
+            source=sql.Literal(source),
+            runs=sql.Literal(run_ids),
+            scope=scope,
+            same=same,
+            same_size=same_size,
+        )
+    )
+    gone = cur.execute("select count(*) from _tapelens_diff where copy_id is null").fetchone()
+    retired = int(gone[0]) if gone else 0
+    check_retired(retired)
+    keep_exact = sql.SQL(
+        "case when excluded.size_bound_bytes is not null"
+        " and tape_files.size_bound_bytes is null"
+        " and abs(excluded.size_bytes - tape_files.size_bytes) <= excluded.size_bound_bytes"
+        " then tape_files.{c} else excluded.{c} end"
+    )
+    sets = sql.SQL(", ").join(
+        sql.SQL("{} = ").format(sql.Identifier(c))
+        + (
+            keep_exact.format(c=sql.Identifier(c))
+            if c in _SIZES
+            else sql.SQL("excluded.{}").format(sql.Identifier(c))
+        )
+        for c in [*values, "ingest_run_id"]
+    )
+    cur.execute(
+        sql.SQL(
+            "insert into tapelens.tape_files ({c}) select distinct on (source, copy_id, written_at)"
+            " {c} from _tapelens_diff where copy_id is not null"
+            " order by source, copy_id, written_at"
+            " on conflict (source, copy_id, written_at) do update set {s},"
+            " last_seen_at = now(), removed_at = null, removed_run_id = null"
+        ).format(c=_cols(cols), s=sets)
+    )
+    cur.execute(
+        "update tapelens.tape_files t set removed_at = now(), removed_run_id = %s"
+        " from _tapelens_diff d where d.copy_id is null and t.source = d.held_source"
+        " and t.copy_id = d.held_copy_id and t.written_at = d.held_written_at"
+        " and t.removed_at is null",
+        [max(run_ids)],
+    )
+    return retired
+
+
 def _finish(
     cur: psycopg.Cursor,
     fmt: Format,
@@ -796,18 +878,12 @@ def _finish(
     if fmt.kind != "catalog":
         return 0
     last = max(run_ids)
-    # Every copy this dump lists now carries one of its runs' ids; the others of its scope are
-    # gone.
-    scope = " and volume = any(%(v)s)" if per_volume else ""
-    args = {"s": source, "r": run_ids, "last": last, "v": volumes}
-    cur.execute(
-        "update tapelens.tape_files set removed_at = now(), removed_run_id = %(last)s"
-        " where source = %(s)s and removed_at is null and ingest_run_id <> all(%(r)s)" + scope,
-        args,
-    )
-    removed = max(cur.rowcount, 0)
-    if removed and not guard.allow:
-        _check_shrink(cur, source, scope, args, removed, listed, guard, shown)
+
+    def check_retired(removed: int) -> None:
+        if removed and not guard.allow:
+            _check_shrink(source, removed, listed, guard, shown)
+
+    removed = _apply_catalog(cur, source, run_ids, volumes if per_volume else None, check_retired)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
         "insert into tapelens.tapes"
@@ -824,24 +900,10 @@ def _finish(
     return removed
 
 
-def _check_shrink(
-    cur: psycopg.Cursor,
-    source: str,
-    scope: str,
-    args: dict[str, object],
-    removed: int,
-    listed: int,
-    guard: ShrinkGuard,
-    shown: str,
-) -> None:
-    row = cur.execute(
-        "select count(*) from tapelens.tape_files where source = %(s)s and removed_at is null"
-        + scope,
-        args,
-    ).fetchone()
-    # The copies held before the load, as far as the dump tells: those it retires and those
-    # still live (copies new in this dump count as held, which only lowers the share).
-    held = removed + int(row[0] if row else 0)
+def _check_shrink(source: str, removed: int, listed: int, guard: ShrinkGuard, shown: str) -> None:
+    # The copies held before the load, as far as the dump tells: those it retires and those it
+    # lists (copies new in this dump count as held, which only lowers the share).
+    held = removed + listed
     share = removed / held
     if listed and share <= guard.max_share:
         return

@@ -253,3 +253,30 @@ def test_a_failed_first_load_keeps_the_indexes(dsn: str, tmp_path: Path) -> None
     dup = write(tmp_path / "dup.txt", ["V00001L8 1 100 /x/d/a", "V00001L8 1 100 /x/d/a"])
     ingest_file(dsn, FAKE_CATALOG, dup, OPTS)
     assert indexes(dsn) == before
+
+
+def test_a_newer_dump_writes_only_what_changed(dsn: str, tmp_path: Path) -> None:
+    first = [f"V00001L8 {i} 100 /x/d/f{i}" for i in range(1, 11)]
+    one = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "1.txt", first), OPTS)
+    # f2 grew, f3 left, f11 is new; the seven others are as they were.
+    second = [line for line in first if not line.endswith("/f3")]
+    second = [line.replace("2 100 /x/d/f2", "2 150 /x/d/f2") for line in second]
+    second.append("V00001L8 11 100 /x/d/f11")
+    two = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "2.txt", second), OPTS)
+    assert (two.rows, two.removed) == (10, 1)
+    with psycopg.connect(dsn) as conn:
+        runs = dict(
+            conn.execute(
+                "select path, ingest_run_id from tapelens.tape_files where removed_at is null"
+            ).fetchall()
+        )
+        gone = conn.execute(
+            "select path, removed_run_id from tapelens.tape_files where removed_at is not null"
+        ).fetchall()
+    assert runs.pop("/x/d/f2") == two.run_id and runs.pop("/x/d/f11") == two.run_id
+    assert set(runs.values()) == {one.run_id}  # unchanged rows keep the run that wrote them
+    assert gone == [("/x/d/f3", two.run_id)]
+    # The first dump again: f3 comes back, f11 leaves, f2 shrinks back.
+    three = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "3.txt", first), OPTS)
+    assert three.removed == 1
+    assert [c[2] for c in copies(dsn) if c[6]] == [100] * 10
