@@ -31,16 +31,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, cast
 
+import numpy as np
 import polars as pl
 import psycopg
 from psycopg import sql
 
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
+from tapelens.frames import copy_frame
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, with_datasets
@@ -397,17 +399,18 @@ def _load_group(
                 runs = _current_runs(conn, fmt, source, [f.sha for f in files], per_volume)
                 if runs is not None:
                     return unchanged(runs)
+                dump = _Dump()
                 for f in files:
                     current = f
                     progress = progress_for(f.shown) if progress_for else None
-                    loaded.append(_load_file(conn, cur, fmt, f, options, rules, progress))
+                    loaded.append(_load_file(conn, cur, fmt, f, options, rules, progress, dump))
                 current = None
                 run_ids = [x.run_id for x in loaded]
                 volumes = sorted(set().union(*(x.volumes for x in loaded)))
                 listed = sum(x.rows for x in loaded)
                 shown = ", ".join(f.shown for f in files)
                 removed = _finish(
-                    cur, fmt, source, run_ids, volumes, per_volume, listed, guard, shown
+                    cur, fmt, source, run_ids, volumes, per_volume, listed, guard, shown, dump.known
                 )
                 hook = fmt.after_load_hook()
                 for x in loaded:
@@ -461,6 +464,15 @@ def _load_group(
 
 
 @dataclass
+class _Dump:
+    """What the files of one load share: the runs so far and, once a file of a catalog that
+    already holds copies is read, those copies (to match the dump against)."""
+
+    runs: list[int] = field(default_factory=list)
+    known: _Known | None = None
+
+
+@dataclass
 class _Loaded:
     run_id: int
     rows: int
@@ -480,6 +492,7 @@ def _load_file(
     options: ParseOptions,
     rules: DatasetRules,
     progress: Progress | None,
+    dump: _Dump,
 ) -> _Loaded:
     row = cur.execute(
         "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status)"
@@ -488,12 +501,120 @@ def _load_file(
     ).fetchone()
     assert row is not None
     run_id = int(row[0])
+    dump.runs.append(run_id)
     rejects = _Rejects()
     rows, skipped, volumes, notes = _copy_batches(
-        conn, cur, fmt, f.real, f.shown, options, rules, progress, f.total, run_id, rejects
+        conn, cur, fmt, f.real, f.shown, options, rules, progress, f.total, run_id, rejects, dump
     )
     rejects.copy_into(cur, run_id)
     return _Loaded(run_id, rows, rejects.count, skipped, volumes, notes, rejects.first, rejects)
+
+
+_KEY = ("source", "copy_id", "written_at")
+_SIZES = ("size_bytes", "size_bound_bytes")
+# What the loader adds to a catalog row: the run that wrote it, and the digest of its values.
+CATALOG_EXTRA = ("ingest_run_id", "row_digest")
+_DIGEST_SEED = 0x7A9E_1E45  # any fixed seed: digests are compared only within one process
+
+
+def _digest(frame: pl.DataFrame) -> pl.Series:
+    """Per row, a 64-bit digest of its canonical values (the key included)."""
+    return (
+        frame.select(list(canonical.TAPE_FILES))
+        .hash_rows(seed=_DIGEST_SEED)
+        .reinterpret(signed=True)
+    )
+
+
+def _key_hash(frame: pl.DataFrame) -> np.ndarray:
+    """Per row, a 64-bit hash of its key within the source (copy id, time in microseconds)."""
+    return (
+        frame.select(pl.col("copy_id"), pl.col("written_at_us"))
+        .hash_rows(seed=_DIGEST_SEED)
+        .to_numpy()
+    )
+
+
+class _Known:
+    """The live copies of a source before a newer dump of it: each dump row is matched to its
+    stored copy by key, and only rows that are new or differ are sent to the server; the stored
+    copies no row matched are the ones the dump retires. Keys are kept hashed and sorted, so a
+    batch is matched by binary search (a join would rebuild a table of millions each batch)."""
+
+    def __init__(self, stored: pl.DataFrame) -> None:
+        stored = stored.with_columns(pl.Series("_h", _key_hash(stored))).sort("_h")
+        self.hash = stored["_h"].to_numpy()
+        self.copy_id = stored["copy_id"]
+        self.written_at_us = stored["written_at_us"].to_numpy()
+        self.volume = stored["volume"]
+        digest = stored["row_digest"]
+        self.has_digest = digest.is_not_null().to_numpy()
+        self.digest = digest.fill_null(0).to_numpy()
+        self.seen = np.zeros(stored.height, dtype=bool)
+        self.lock = threading.Lock()
+
+    def changed(self, frame: pl.DataFrame, digest: pl.Series) -> pl.Series:
+        """Whether each row of `frame` is new or differs from its stored copy; marks the stored
+        copies it matches as listed."""
+        probe = frame.select(
+            "copy_id", (pl.col("written_at").dt.epoch("us")).alias("written_at_us")
+        )
+        h = _key_hash(probe)
+        at = np.searchsorted(self.hash, h)
+        inside = at < len(self.hash)
+        at = np.where(inside, at, 0)
+        match = inside & (self.hash[at] == h) if len(self.hash) else np.zeros(len(h), bool)
+        if match.any():
+            # The hash found the place; the key itself decides (a collision is not a match).
+            rows = np.flatnonzero(match)
+            same_id = self.copy_id.gather(at[rows]) == probe["copy_id"].gather(rows)
+            same_time = self.written_at_us[at[rows]] == probe["written_at_us"].to_numpy()[rows]
+            match[rows] = same_id.to_numpy() & same_time
+            if (np.diff(self.hash) == 0).any():
+                self._exact(probe, h, match, at)
+        with self.lock:
+            self.seen[at[match]] = True
+        same = match & self.has_digest[at] & (self.digest[at] == digest.to_numpy())
+        return pl.Series(~same)
+
+    def _exact(self, probe: pl.DataFrame, h: np.ndarray, match: np.ndarray, at: np.ndarray) -> None:
+        """Where two stored keys share a hash (rare), look through all of them for each row."""
+        ids, times = probe["copy_id"].to_list(), probe["written_at_us"].to_list()
+        for row in np.flatnonzero(~match).tolist():
+            lo = int(np.searchsorted(self.hash, h[row], "left"))
+            hi = int(np.searchsorted(self.hash, h[row], "right"))
+            for i in range(lo, hi):
+                if self.copy_id[i] == ids[row] and int(self.written_at_us[i]) == times[row]:
+                    match[row], at[row] = True, i
+                    break
+
+    def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
+        """The stored copies no dump row matched (within `volumes` for a per-volume listing)."""
+        left = pl.DataFrame(
+            {"copy_id": self.copy_id, "written_at_us": self.written_at_us, "volume": self.volume}
+        ).filter(pl.Series(~self.seen))
+        if volumes is not None:
+            left = left.filter(pl.col("volume").is_in(volumes))
+        return left.select("copy_id", "written_at_us")
+
+
+def _known_copies(cur: psycopg.Cursor, source: str, run_ids: list[int]) -> _Known:
+    """The source's live copies, but those this dump's own files wrote already."""
+    stored = copy_frame(
+        cur,
+        sql.SQL(
+            "select copy_id, (extract(epoch from written_at) * 1000000)::bigint as written_at_us,"
+            " volume, row_digest from tapelens.tape_files where source = {} and removed_at is null"
+            " and ingest_run_id <> all({})"
+        ).format(sql.Literal(source), sql.Literal(run_ids)),
+        {
+            "copy_id": pl.String(),
+            "written_at_us": pl.Int64(),
+            "volume": pl.String(),
+            "row_digest": pl.Int64(),
+        },
+    )
+    return _Known(stored)
 
 
 def _copy_batches(
@@ -508,13 +629,19 @@ def _copy_batches(
     total: int,
     run_id: int,
     rejects: _Rejects,
+    dump: _Dump,
 ) -> tuple[int, int, set[str], list[str]]:
     """Stream the parser's batches through one COPY; return (rows, skipped lines, volumes,
     the parser's notes in the order first said)."""
     kind = fmt.kind
     cols = list(canonical.SCHEMAS[kind])
-    extra = [] if kind == "tapes" else ["ingest_run_id"]
+    extra = (
+        [] if kind == "tapes" else list(CATALOG_EXTRA) if kind == "catalog" else ["ingest_run_id"]
+    )
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
+    if kind == "catalog" and not direct and dump.known is None:
+        # A newer dump: match its rows against the stored copies, send only what differs.
+        dump.known = _known_copies(cur, options.source, dump.runs)
     bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
     # The files of one dump share the transaction. A catalog's files share one stage, compared
@@ -548,6 +675,7 @@ def _copy_batches(
             cols + extra,
             straight,
             careful,
+            dump.known,
         )
 
     try:
@@ -587,25 +715,27 @@ def _stream(
     columns: list[str],
     direct: bool,
     careful: bool = False,
+    known: _Known | None = None,
 ) -> _Streamed:
     rows = skipped = 0
     volumes: set[str] = set()
     notes: list[str] = []
     stmt = sql.SQL("copy {} ({}) from stdin").format(target, _cols(columns))
-    batches = _encoded_batches(fmt, real, shown, options, rules, run_id)
+    batches = _encoded_batches(fmt, real, shown, options, rules, run_id, known)
     with ExitStack() as stack:
         copy = None if careful else stack.enter_context(cur.copy(stmt))
-        for batch, payload, frame, batch_volumes in batches:
+        for batch, payload, frame, batch_volumes, listed in batches:
             rejects.add(batch.rejects)
             skipped += batch.skipped
             notes += [n for n in batch.notes if n not in notes]
+            rows += listed  # rows the file lists, sent or matched unchanged
             if frame.height:
                 if copy is not None:
                     copy.write(payload)
-                    rows += frame.height
                 else:
-                    rows += _copy_rows(cur, stmt, frame, rejects, options.strict, shown)
-                volumes |= batch_volumes
+                    loaded = _copy_rows(cur, stmt, frame, rejects, options.strict, shown)
+                    rows -= frame.height - loaded
+            volumes |= batch_volumes
             if progress:
                 progress(batch.bytes_read, total, rows)
     if not direct and fmt.kind != "catalog":
@@ -644,7 +774,7 @@ def _copy_rows(
     return frame.height
 
 
-_Encoded = tuple[Batch, bytes | memoryview, pl.DataFrame, set[str]]
+_Encoded = tuple[Batch, bytes | memoryview, pl.DataFrame, set[str], int]
 _DONE = object()
 PIPELINE_DEPTH = 2  # batches parsed ahead of the COPY: bounds memory to a few batches
 
@@ -656,12 +786,14 @@ def _encoded_batches(
     options: ParseOptions,
     rules: DatasetRules,
     run_id: int,
+    known: _Known | None = None,
 ) -> Iterator[_Encoded]:
-    """The parser's batches, checked, conformed and CSV-encoded in a second thread.
+    """The parser's batches, checked, conformed and encoded for COPY in a second thread.
 
     Parsing (Polars, which releases the GIL) then overlaps with the server ingesting the
     previous batch, so a load costs about the slower of the two rather than their sum. Each
-    comes with its rows (and their line numbers) for a careful COPY.
+    comes with its rows (and their line numbers) for a careful COPY, and how many rows the
+    batch listed: of a newer catalog dump (`known`), only new or changed rows are sent.
     """
     out: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
     stop = threading.Event()
@@ -672,7 +804,7 @@ def _encoded_batches(
             opts = replace(options, extra={**options.extra, "display_name": shown})
             for batch in parse(real, options=opts):
                 payload: bytes | memoryview = b""
-                frame, vols = pl.DataFrame({LINE_NO: []}), set()
+                frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), 0
                 if batch.frame.height:
                     frame, refused = refuse_unstorable(
                         fmt.kind, _prepare(fmt.kind, batch.frame, rules)
@@ -684,12 +816,18 @@ def _encoded_batches(
                         batch.rejects = sorted(batch.rejects + refused, key=lambda r: r.line_no)
                     if fmt.kind != "tapes":
                         frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
-                    payload = _copy_text(frame.drop(LINE_NO))
                     if "volume" in frame.columns:
                         vols = {v for v in frame["volume"].unique().to_list() if v}
+                    listed = frame.height
+                    if fmt.kind == "catalog":
+                        digest = _digest(frame)
+                        frame = frame.with_columns(digest.alias("row_digest"))
+                        if known is not None:
+                            frame = frame.filter(known.changed(frame, digest))
+                    payload = _copy_text(frame.drop(LINE_NO))
                 while not stop.is_set():
                     try:
-                        out.put((batch, payload, frame, vols), timeout=0.5)
+                        out.put((batch, payload, frame, vols, listed), timeout=0.5)
                         break
                     except queue.Full:
                         continue
@@ -753,79 +891,26 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
     return staged
 
 
-# What a catalog row says beyond its key; a row whose values are all the same as the stored
-# copy's is not written again.
-_KEY = ("source", "copy_id", "written_at")
-_SIZES = ("size_bytes", "size_bound_bytes")
-
-
 def _apply_catalog(
     cur: psycopg.Cursor,
     source: str,
     run_ids: list[int],
     volumes: list[str] | None,
+    known: _Known | None,
     check_retired: Callable[[int], None],
 ) -> int:
-    """Bring the table to the dump staged in _tapelens_stage (the rows of its files that did not
-    go straight into a source that held nothing): one pass compares it with the live copies of
-    its scope (the source, or the listed volumes of a per-volume listing), keeping only the
-    differences,
-    so that a newer dump that changes 1% of a catalog writes 1% of it. New or changed copies
-    are written (and come back to life if they were retired), copies the dump no longer lists
-    are retired; unchanged copies keep their row and their run id. `check_retired` sees how
-    many copies would be retired before anything is written (and may refuse). Returns that
-    number."""
-    pending = cur.execute(
-        "select exists (select 1 from _tapelens_stage) or exists (select 1 from"
-        " tapelens.tape_files where source = %s and removed_at is null"
-        " and ingest_run_id <> all(%s))",
-        [source, run_ids],
-    ).fetchone()
-    if not (pending and pending[0]):
-        return 0  # every row went straight into a source that held nothing before
-    values = [c for c in canonical.TAPE_FILES if c not in _KEY]
-    same = sql.SQL(" and ").join(
-        sql.SQL("s.{c} is not distinct from t.{c}").format(c=sql.Identifier(c))
-        for c in values
-        if c not in _SIZES
-    )
-    # A size printed rounded (CTA's text table) that the stored exact size falls within is the
-    # same size: the exact figure stays (see the update below).
-    same_size = sql.SQL(
-        "(s.size_bytes = t.size_bytes and s.size_bound_bytes is not distinct from"
-        " t.size_bound_bytes or s.size_bound_bytes is not null and t.size_bound_bytes is null"
-        " and abs(s.size_bytes - t.size_bytes) <= s.size_bound_bytes)"
-    )
-    cols = [*canonical.TAPE_FILES, "ingest_run_id"]
-    scope = (
-        sql.SQL(" and volume = any({})").format(sql.Literal(volumes))
-        if volumes is not None
-        else sql.SQL("")
-    )
-    cur.execute("analyze _tapelens_stage")
-    cur.execute(
-        sql.SQL(
-            "create temp table _tapelens_diff on commit drop as"
-            " select {s_cols}, t.source as held_source, t.copy_id as held_copy_id,"
-            " t.written_at as held_written_at"
-            " from _tapelens_stage s full join ("
-            "   select {t_cols} from tapelens.tape_files where source = {source}"
-            "   and removed_at is null and ingest_run_id <> all({runs}){scope}) t"
-            " on s.source = t.source and s.copy_id = t.copy_id and s.written_at = t.written_at"
-            " where s.copy_id is null or t.copy_id is null or not ({same} and {same_size})"
-        ).format(
-            s_cols=sql.SQL(", ").join(sql.SQL("s.{}").format(sql.Identifier(c)) for c in cols),
-            t_cols=_cols(list(canonical.TAPE_FILES)),
-            source=sql.Literal(source),
-            runs=sql.Literal(run_ids),
-            scope=scope,
-            same=same,
-            same_size=same_size,
-        )
-    )
-    gone = cur.execute("select count(*) from _tapelens_diff where copy_id is null").fetchone()
-    retired = int(gone[0]) if gone else 0
+    """Bring the table to the dump: write the staged copies (new, or different from the stored
+    ones: _Known sent only those) and retire the stored copies no dump row matched, within the
+    dump's scope (the source, or the listed volumes of a per-volume listing). Unchanged copies
+    keep their row and their run id, so a newer dump that changes 1% of a catalog writes 1% of
+    it. `check_retired` sees how many copies would be retired before anything is written (and
+    may refuse). Returns that number."""
+    gone = known.unlisted(volumes) if known is not None else None
+    retired = gone.height if gone is not None else 0
     check_retired(retired)
+    values = [c for c in canonical.TAPE_FILES if c not in _KEY]
+    # An exact size stays when a dump that prints sizes rounded (CTA's text table) lists the
+    # copy again with a size its rounding allows: the exact figure is the better one.
     keep_exact = sql.SQL(
         "case when excluded.size_bound_bytes is not null"
         " and tape_files.size_bound_bytes is null"
@@ -839,23 +924,30 @@ def _apply_catalog(
             if c in _SIZES
             else sql.SQL("excluded.{}").format(sql.Identifier(c))
         )
-        for c in [*values, "ingest_run_id"]
+        for c in [*values, *CATALOG_EXTRA]
     )
+    cols = _cols([*canonical.TAPE_FILES, *CATALOG_EXTRA])
     cur.execute(
         sql.SQL(
             "insert into tapelens.tape_files ({c}) select distinct on (source, copy_id, written_at)"
-            " {c} from _tapelens_diff where copy_id is not null"
-            " order by source, copy_id, written_at"
+            " {c} from _tapelens_stage order by source, copy_id, written_at"
             " on conflict (source, copy_id, written_at) do update set {s},"
             " last_seen_at = now(), removed_at = null, removed_run_id = null"
-        ).format(c=_cols(cols), s=sets)
+        ).format(c=cols, s=sets)
     )
+    if not retired or gone is None:
+        return 0
+    cur.execute(
+        "create temp table _tapelens_gone (copy_id text, written_at_us bigint) on commit drop"
+    )
+    with cur.copy("copy _tapelens_gone (copy_id, written_at_us) from stdin") as copy:
+        copy.write(_copy_text(gone))
     cur.execute(
         "update tapelens.tape_files t set removed_at = now(), removed_run_id = %s"
-        " from _tapelens_diff d where d.copy_id is null and t.source = d.held_source"
-        " and t.copy_id = d.held_copy_id and t.written_at = d.held_written_at"
+        " from _tapelens_gone g where t.source = %s and t.copy_id = g.copy_id"
+        " and t.written_at = timestamptz 'epoch' + g.written_at_us * interval '1 microsecond'"
         " and t.removed_at is null",
-        [max(run_ids)],
+        [max(run_ids), source],
     )
     return retired
 
@@ -870,6 +962,7 @@ def _finish(
     listed: int,
     guard: ShrinkGuard,
     shown: str,
+    known: _Known | None,
 ) -> int:
     """Catalog bookkeeping: mark copies the dump no longer lists, register unseen volumes.
 
@@ -883,7 +976,8 @@ def _finish(
         if removed and not guard.allow:
             _check_shrink(source, removed, listed, guard, shown)
 
-    removed = _apply_catalog(cur, source, run_ids, volumes if per_volume else None, check_retired)
+    scope = volumes if per_volume else None
+    removed = _apply_catalog(cur, source, run_ids, scope, known, check_retired)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
         "insert into tapelens.tapes"
