@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
 from tapelens.db import connection, redact
 from tapelens.errors import ConfigError, DatabaseError, TapelensError
 
@@ -26,6 +29,16 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent / "models"
 MARTS_SCHEMA = "tapelens_marts"
 # dbt runs this many models at once; the database does the work, two suit a small server.
 DBT_THREADS = 2
+# Memory for each sort and hash of a build session. The big marts sort the copies by tape and
+# by dataset; with PostgreSQL's default (4 MB) each window spills to disk in many runs. Two
+# threads with a few sorts each stay well within a server's memory at this size.
+DBT_WORK_MEM = "256MB"
+# The canonical tables the models read (models/staging/_sources.yml).
+SOURCE_TABLES = ("tape_files", "transfers", "mounts", "tapes", "media_types", "drives")
+# A source table is analysed before a build when it has no statistics or when more than this
+# share of its rows changed since its last analysis (autovacuum's own default threshold, which
+# it acts on only in its next round, after the build may already have run).
+STALE_SHARE = 0.1
 # Failure messages name at most this many failing nodes; the log file has the rest.
 MAX_NAMED_FAILURES = 5
 
@@ -37,6 +50,7 @@ _ENV_VARS = (
     "TAPELENS_DBT_DBNAME",
     "TAPELENS_DBT_SSLMODE",
     "TAPELENS_DBT_THREADS",
+    "PGOPTIONS",
     _PASSWORD_VAR,
 )
 _TEST_TYPES = {"test", "unit_test"}
@@ -86,6 +100,12 @@ def profile_env(dsn: str) -> dict[str, str]:
             "TAPELENS_DBT_DBNAME": info.dbname,
             "TAPELENS_DBT_SSLMODE": params.get("sslmode", "prefer"),
             "TAPELENS_DBT_THREADS": str(DBT_THREADS),
+            # libpq sends these settings when dbt's connections open (every thread's)
+            "PGOPTIONS": " ".join(
+                part
+                for part in (os.environ.get("PGOPTIONS", ""), f"-c work_mem={DBT_WORK_MEM}")
+                if part
+            ),
         }
         password = info.password
     if password:
@@ -108,6 +128,56 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def stale_sources(conn: psycopg.Connection[Any]) -> list[str]:
+    """The canonical tables whose planner statistics are missing or stale, hypertable chunks
+    counted with their table. A build right after a load would otherwise plan its joins on
+    empty statistics: a first build on a new installation took 9x its second, its transfer
+    marts running nested loops over tables the planner believed empty."""
+    rows = conn.execute(
+        """
+        with tables as (
+            select c.oid, c.relname as name
+            from pg_class as c
+            join pg_namespace as n on n.oid = c.relnamespace
+            where n.nspname = 'tapelens' and c.relname = any(%s)
+        ),
+        parts as (
+            select oid, name, oid as part from tables
+            union all
+            select tables.oid, tables.name, i.inhrelid
+            from tables join pg_inherits as i on i.inhparent = tables.oid
+        )
+        select
+            parts.name,
+            coalesce(sum(s.n_mod_since_analyze), 0)::float8 as changed,
+            coalesce(sum(s.n_live_tup), 0)::float8 as live,
+            bool_or(
+                s.last_analyze is null and s.last_autoanalyze is null
+                and s.n_live_tup + s.n_mod_since_analyze > 0
+            ) as never
+        from parts
+        join pg_stat_user_tables as s on s.relid = parts.part
+        group by parts.name
+        """,
+        (list(SOURCE_TABLES),),
+    ).fetchall()
+    return sorted(
+        name for name, changed, live, never in rows if never or changed > STALE_SHARE * live + 50
+    )
+
+
+def analyze_sources(dsn: str) -> list[str]:
+    """ANALYZE the canonical tables whose statistics are missing or stale; their names."""
+    with connection(dsn, autocommit=True) as conn:
+        stale = stale_sources(conn)
+        for name in stale:
+            # a hypertable's ANALYZE covers its chunks; names come from SOURCE_TABLES only
+            conn.execute(
+                sql.SQL("analyze {}.{}").format(sql.Identifier("tapelens"), sql.Identifier(name))
+            )
+    return stale
 
 
 def dbt_args(
@@ -200,6 +270,7 @@ def build(
     log_path = log_dir / "dbt.log"
     env = profile_env(dsn)
     secret = env.get(_PASSWORD_VAR)
+    analyze_sources(dsn)
     # Imported here: loading dbt takes seconds, which other commands should not pay.
     from dbt.cli.main import dbtRunner
 

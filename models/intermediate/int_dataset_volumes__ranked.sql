@@ -15,12 +15,14 @@ duplicates as (
     select * from {{ ref('int_copies__duplicated') }}
 ),
 
+-- one pass over the live copies gives every count per dataset and volume
 dataset_tape_gaps as (
     select
         dataset,
         volume,
         count(*) as files,
-        sum(size_bytes)::bigint as size_bytes
+        sum(size_bytes)::bigint as size_bytes,
+        count(*) filter (where size_bytes < {{ number_var('small_file_bytes') }}) as small_copies
     from located
     where is_live
     group by dataset, volume
@@ -38,16 +40,6 @@ later_copies as (
     group by dataset, volume
 ),
 
-small_copies as (
-    select
-        dataset,
-        volume,
-        count(*) as small_copies
-    from located
-    where is_live and size_bytes < {{ number_var('small_file_bytes') }}
-    group by dataset, volume
-),
-
 per_volume as (
     select
         dataset_tape_gaps.dataset,
@@ -56,16 +48,13 @@ per_volume as (
         dataset_tape_gaps.size_bytes as copy_bytes,
         dataset_tape_gaps.files - coalesce(later_copies.later_copies, 0) as first_copies,
         dataset_tape_gaps.size_bytes - coalesce(later_copies.later_bytes, 0) as first_bytes,
-        coalesce(small_copies.small_copies, 0) as small_copies,
-        coalesce(small_copies.small_copies, 0) - coalesce(later_copies.later_small, 0)
+        dataset_tape_gaps.small_copies,
+        dataset_tape_gaps.small_copies - coalesce(later_copies.later_small, 0)
             as small_first_copies
     from dataset_tape_gaps
     left join later_copies
         on dataset_tape_gaps.dataset = later_copies.dataset
         and dataset_tape_gaps.volume = later_copies.volume
-    left join small_copies
-        on dataset_tape_gaps.dataset = small_copies.dataset
-        and dataset_tape_gaps.volume = small_copies.volume
 ),
 
 ranked as (
