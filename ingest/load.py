@@ -42,7 +42,7 @@ from psycopg import sql
 
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
-from tapelens.frames import copy_frame
+from tapelens.frames import read_frame
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, with_datasets
@@ -399,7 +399,7 @@ def _load_group(
                 runs = _current_runs(conn, fmt, source, [f.sha for f in files], per_volume)
                 if runs is not None:
                     return unchanged(runs)
-                dump = _Dump()
+                dump = _Dump(dsn)
                 for f in files:
                     current = f
                     progress = progress_for(f.shown) if progress_for else None
@@ -468,6 +468,7 @@ class _Dump:
     """What the files of one load share: the runs so far and, once a file of a catalog that
     already holds copies is read, those copies (to match the dump against)."""
 
+    dsn: str
     runs: list[int] = field(default_factory=list)
     known: _Known | None = None
 
@@ -526,12 +527,14 @@ def _digest(frame: pl.DataFrame) -> pl.Series:
     )
 
 
-def _key_hash(frame: pl.DataFrame) -> np.ndarray:
-    """Per row, a 64-bit hash of its key within the source (copy id, time in microseconds)."""
+def _key_hashes(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, two independent 64-bit hashes of its key within the source (copy id, time in
+    microseconds): the first to find it, the second to confirm it (a false match needs both to
+    collide, about one chance in 10^38)."""
+    key = frame.select(pl.col("copy_id"), pl.col("written_at_us"))
     return (
-        frame.select(pl.col("copy_id"), pl.col("written_at_us"))
-        .hash_rows(seed=_DIGEST_SEED)
-        .to_numpy()
+        key.hash_rows(seed=_DIGEST_SEED).to_numpy(),
+        key.hash_rows(seed=_DIGEST_SEED + 1).to_numpy(),
     )
 
 
@@ -541,80 +544,96 @@ class _Known:
     copies no row matched are the ones the dump retires. Keys are kept hashed and sorted, so a
     batch is matched by binary search (a join would rebuild a table of millions each batch)."""
 
-    def __init__(self, stored: pl.DataFrame) -> None:
-        stored = stored.with_columns(pl.Series("_h", _key_hash(stored))).sort("_h")
-        self.hash = stored["_h"].to_numpy()
+    def __init__(self, read: Callable[[], pl.DataFrame]) -> None:
+        # Read in a thread of its own: the server scans the catalog while the parser starts.
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._load, args=(read,), name="tapelens-known").start()
+
+    def _load(self, read: Callable[[], pl.DataFrame]) -> None:
+        try:
+            self._index(read())
+        except BaseException as exc:  # noqa: BLE001 - raised where the copies are needed
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def wait(self) -> None:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    def _index(self, stored: pl.DataFrame) -> None:
+        first, second = _key_hashes(stored)
+        order = np.argsort(first, kind="stable")
+        self.hash, self.check = first[order], second[order]
+        stored = stored[order]
         self.copy_id = stored["copy_id"]
-        self.written_at_us = stored["written_at_us"].to_numpy()
         self.volume = stored["volume"]
+        self.chunk = stored["chunk"]
+        self.tid = stored["tid"]
         digest = stored["row_digest"]
         self.has_digest = digest.is_not_null().to_numpy()
         self.digest = digest.fill_null(0).to_numpy()
         self.seen = np.zeros(stored.height, dtype=bool)
-        self.lock = threading.Lock()
+        self.shared = bool((np.diff(self.hash) == 0).any())  # two stored keys, one first hash
 
     def changed(self, frame: pl.DataFrame, digest: pl.Series) -> pl.Series:
         """Whether each row of `frame` is new or differs from its stored copy; marks the stored
         copies it matches as listed."""
-        probe = frame.select(
-            "copy_id", (pl.col("written_at").dt.epoch("us")).alias("written_at_us")
-        )
-        h = _key_hash(probe)
-        at = np.searchsorted(self.hash, h)
-        inside = at < len(self.hash)
-        at = np.where(inside, at, 0)
-        match = inside & (self.hash[at] == h) if len(self.hash) else np.zeros(len(h), bool)
-        if match.any():
-            # The hash found the place; the key itself decides (a collision is not a match).
-            rows = np.flatnonzero(match)
-            same_id = self.copy_id.gather(at[rows]) == probe["copy_id"].gather(rows)
-            same_time = self.written_at_us[at[rows]] == probe["written_at_us"].to_numpy()[rows]
-            match[rows] = same_id.to_numpy() & same_time
-            if (np.diff(self.hash) == 0).any():
-                self._exact(probe, h, match, at)
+        self.wait()
+        probe = frame.select("copy_id", pl.col("written_at").dt.epoch("us").alias("written_at_us"))
+        first, second = _key_hashes(probe)
+        n = len(self.hash)
+        at = np.minimum(np.searchsorted(self.hash, first), max(n - 1, 0))
+        match = (self.hash[at] == first) & (self.check[at] == second) if n else first != first
+        if self.shared:
+            for row in np.flatnonzero(~match).tolist():
+                lo = int(np.searchsorted(self.hash, first[row], "left"))
+                hi = int(np.searchsorted(self.hash, first[row], "right"))
+                same = np.flatnonzero(self.check[lo:hi] == second[row])
+                if same.size:
+                    match[row], at[row] = True, lo + int(same[0])
         with self.lock:
             self.seen[at[match]] = True
         same = match & self.has_digest[at] & (self.digest[at] == digest.to_numpy())
         return pl.Series(~same)
 
-    def _exact(self, probe: pl.DataFrame, h: np.ndarray, match: np.ndarray, at: np.ndarray) -> None:
-        """Where two stored keys share a hash (rare), look through all of them for each row."""
-        ids, times = probe["copy_id"].to_list(), probe["written_at_us"].to_list()
-        for row in np.flatnonzero(~match).tolist():
-            lo = int(np.searchsorted(self.hash, h[row], "left"))
-            hi = int(np.searchsorted(self.hash, h[row], "right"))
-            for i in range(lo, hi):
-                if self.copy_id[i] == ids[row] and int(self.written_at_us[i]) == times[row]:
-                    match[row], at[row] = True, i
-                    break
-
     def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
-        """The stored copies no dump row matched (within `volumes` for a per-volume listing)."""
+        """The stored copies no dump row matched (within `volumes` for a per-volume listing):
+        their copy id, and where the row stands (chunk table, tuple id)."""
+        self.wait()
         left = pl.DataFrame(
-            {"copy_id": self.copy_id, "written_at_us": self.written_at_us, "volume": self.volume}
+            {"copy_id": self.copy_id, "volume": self.volume, "chunk": self.chunk, "tid": self.tid}
         ).filter(pl.Series(~self.seen))
         if volumes is not None:
             left = left.filter(pl.col("volume").is_in(volumes))
-        return left.select("copy_id", "written_at_us")
+        return left.select("chunk", "tid", "copy_id")
 
 
-def _known_copies(cur: psycopg.Cursor, source: str, run_ids: list[int]) -> _Known:
-    """The source's live copies, but those this dump's own files wrote already."""
-    stored = copy_frame(
-        cur,
-        sql.SQL(
-            "select copy_id, (extract(epoch from written_at) * 1000000)::bigint as written_at_us,"
-            " volume, row_digest from tapelens.tape_files where source = {} and removed_at is null"
-            " and ingest_run_id <> all({})"
-        ).format(sql.Literal(source), sql.Literal(run_ids)),
-        {
-            "copy_id": pl.String(),
-            "written_at_us": pl.Int64(),
-            "volume": pl.String(),
-            "row_digest": pl.Int64(),
-        },
-    )
-    return _Known(stored)
+def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]) -> _Known:
+    """The source's live copies, but those this dump's own files wrote already (uncommitted,
+    so unseen by the columnar read on a connection of its own; loads are serialised, so what
+    it sees is the state this load started from)."""
+    query = sql.SQL(
+        "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk,"
+        " ctid::text as tid from tapelens.tape_files"
+        " where source = {} and removed_at is null and ingest_run_id <> all({})"
+    ).format(sql.Literal(source), sql.Literal(run_ids))
+    text = query.as_string(cur)
+
+    def read() -> pl.DataFrame:
+        return read_frame(dsn, text).select(
+            pl.col("copy_id").cast(pl.String),
+            pl.col("written_at").dt.epoch("us").alias("written_at_us"),
+            pl.col("volume").cast(pl.String),
+            pl.col("row_digest").cast(pl.Int64),
+            pl.col("chunk").cast(pl.Int64),
+            pl.col("tid").cast(pl.String),
+        )
+
+    return _Known(read)
 
 
 def _copy_batches(
@@ -641,7 +660,7 @@ def _copy_batches(
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
     if kind == "catalog" and not direct and dump.known is None:
         # A newer dump: match its rows against the stored copies, send only what differs.
-        dump.known = _known_copies(cur, options.source, dump.runs)
+        dump.known = _known_copies(cur, dump.dsn, options.source, dump.runs)
     bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
     # The files of one dump share the transaction. A catalog's files share one stage, compared
@@ -795,14 +814,49 @@ def _encoded_batches(
     comes with its rows (and their line numbers) for a careful COPY, and how many rows the
     batch listed: of a newer catalog dump (`known`), only new or changed rows are sent.
     """
+    parsed: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
     out: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
     stop = threading.Event()
 
-    def produce() -> None:
+    def put(into: queue.Queue[object], item: object) -> bool:
+        """Hand `item` on, unless the load stopped meanwhile (then False)."""
+        while not stop.is_set():
+            try:
+                into.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def take() -> object:
+        while not stop.is_set():
+            try:
+                return parsed.get(timeout=0.5)
+            except queue.Empty:
+                continue
+        return _DONE
+
+    # Two stages in threads of their own: one parses, the other checks, matches and encodes
+    # the batch before, so that on two cores neither waits for the other.
+    def parse_all() -> None:
         try:
             parse = fmt.parser()
             opts = replace(options, extra={**options.extra, "display_name": shown})
             for batch in parse(real, options=opts):
+                if not put(parsed, batch):
+                    return
+            put(parsed, _DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
+            put(parsed, exc)
+
+    def produce() -> None:
+        try:
+            while True:
+                item = take()
+                if item is _DONE or isinstance(item, BaseException):
+                    put(out, item)
+                    return
+                batch = cast(Batch, item)
                 payload: bytes | memoryview = b""
                 frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), 0
                 if batch.frame.height:
@@ -825,20 +879,17 @@ def _encoded_batches(
                         if known is not None:
                             frame = frame.filter(known.changed(frame, digest))
                     payload = _copy_text(frame.drop(LINE_NO))
-                while not stop.is_set():
-                    try:
-                        out.put((batch, payload, frame, vols, listed), timeout=0.5)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(out, (batch, payload, frame, vols, listed)):
                     return
-            out.put(_DONE)
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
-            out.put(exc)
+            put(out, exc)
 
-    worker = threading.Thread(target=produce, name="tapelens-parse", daemon=True)
-    worker.start()
+    workers = [
+        threading.Thread(target=parse_all, name="tapelens-parse", daemon=True),
+        threading.Thread(target=produce, name="tapelens-encode", daemon=True),
+    ]
+    for worker in workers:
+        worker.start()
     try:
         while True:
             item = out.get()
@@ -849,7 +900,8 @@ def _encoded_batches(
             yield cast(_Encoded, item)
     finally:
         stop.set()
-        worker.join(timeout=10)
+        for worker in workers:
+            worker.join(timeout=10)
 
 
 def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> int:
@@ -927,6 +979,7 @@ def _apply_catalog(
         for c in [*values, *CATALOG_EXTRA]
     )
     cols = _cols([*canonical.TAPE_FILES, *CATALOG_EXTRA])
+    cur.execute("analyze _tapelens_stage")  # the server sees a few rows, not a guess
     cur.execute(
         sql.SQL(
             "insert into tapelens.tape_files ({c}) select distinct on (source, copy_id, written_at)"
@@ -937,19 +990,30 @@ def _apply_catalog(
     )
     if not retired or gone is None:
         return 0
-    cur.execute(
-        "create temp table _tapelens_gone (copy_id text, written_at_us bigint) on commit drop"
-    )
-    with cur.copy("copy _tapelens_gone (copy_id, written_at_us) from stdin") as copy:
-        copy.write(_copy_text(gone))
-    cur.execute(
-        "update tapelens.tape_files t set removed_at = now(), removed_run_id = %s"
-        " from _tapelens_gone g where t.source = %s and t.copy_id = g.copy_id"
-        " and t.written_at = timestamptz 'epoch' + g.written_at_us * interval '1 microsecond'"
-        " and t.removed_at is null",
-        [max(run_ids), source],
-    )
+    # The retired copies are found where the read of the stored copies saw them, chunk by
+    # chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes only
+    # new or changed copies, so those rows have not moved; the copy id is checked all the same.
+    for (chunk,), rows in gone.group_by("chunk"):
+        cur.execute(
+            sql.SQL(
+                "update {} t set removed_at = now(), removed_run_id = %s"
+                " from unnest(%s::tid[], %s::text[]) as g(tid, copy_id)"
+                " where t.ctid = g.tid and t.copy_id = g.copy_id and t.removed_at is null"
+            ).format(_chunk_table(cur, int(chunk))),
+            [max(run_ids), rows["tid"].to_list(), rows["copy_id"].to_list()],
+        )
     return retired
+
+
+def _chunk_table(cur: psycopg.Cursor, oid: int) -> sql.Composable:
+    row = cur.execute(
+        "select n.nspname, c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+        " where c.oid = %s",
+        [oid],
+    ).fetchone()
+    if row is None:
+        raise DatabaseError(f"the catalog table's chunk {oid} is gone")
+    return _ident(str(row[0]), str(row[1]))
 
 
 def _finish(
