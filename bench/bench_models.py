@@ -8,7 +8,7 @@ and digests of each table are compared; the run stops if one differs).
     .venv/bin/python bench/bench_models.py --copies 50000 --steps first
 
 After the full build, `tapelens report gaps --by type` (table and JSON) is timed as a user runs
-it (the whole command, best of 3) against issue 5's target of 2 s. --steps measures a subset;
+it (the whole command, best of 3) against its target of 2 s. --steps measures a subset;
 a partial run writes only its report table into the section a complete run wrote. --steps
 first times the first and the second `marts build` of a new home on a new database, split
 into start-up (imports, dbt start, parsing), models and tests; it prints its table only.
@@ -43,7 +43,7 @@ STEPS = ("full", "hand", "incremental", "tested", "report")
 # A first build on a fresh box (new home, new database): run alone with --steps first.
 FIRST = "first"
 FIRST_INTRO = "First build of a new installation"
-# `report gaps --by type` reads agg_gap_by_type_period; issue 5 asks for it in under 2 s at
+# `report gaps --by type` reads agg_gap_by_type_period; the target is under 2 s at
 # 10 M copies, start-up of the command included.
 REPORT_TARGET_S = 2.0
 REPORT_RUNS = 3
@@ -352,7 +352,7 @@ def report_block(report_s: dict[str, float], copies: int, steps: list[str]) -> s
         f"{REPORT_INTRO} (`bench/bench_models.py --copies {copies}{partial}`);"
         f" wall seconds of the whole command, best of {REPORT_RUNS}:",
         "",
-        f"| command | best of {REPORT_RUNS}, s | target (issue 5) |",
+        f"| command | best of {REPORT_RUNS}, s | target |",
         "|---|---:|---|",
     ]
     for label, seconds in report_s.items():

@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/bench_simulator.py [--files N]. Prints one line per scenario: files,
 events, loop and end-to-end seconds (preparation and result frames included) and events/s of the
-loop. Target (issue 7): >= 200k events/s. CPU time, not wall time, so that other load on the
+loop. Target: >= 200k events/s. CPU time, not wall time, so that other load on the
 machine counts less; the calibration line (a plain Python loop) tells how fast this machine is.
 """
 

@@ -38,7 +38,7 @@ SITE = {
     "scattered_min_files": 300,
     "ack_outages": 3,
 }
-PRECISION = 0.8  # issue 8: precision of the top 10 against the truth
+PRECISION = 0.8  # precision of the top 10 against the truth
 GAIN_TOLERANCE = 0.10
 MODELS_ONLY = ["resource_type:test", "resource_type:unit_test"]
 SITE_HORIZON_RECALLS = RepackOptions(drives=()).recalls_over_horizon

@@ -37,7 +37,7 @@ SITE = {
     "ack_outage_hours": 48.0,
     "ack_outage_loss": 0.2,
 }
-PRECISION = 0.8  # issue 8: precision of the top 10 against the truth
+PRECISION = 0.8  # precision of the top 10 against the truth
 MODELS_ONLY = ["resource_type:test", "resource_type:unit_test"]
 
 

@@ -26,7 +26,7 @@ from tests.fixtures.generated_site import load_site
 # The site's media are LTO-6 to LTO-9; each LTO drive reads its own and the previous generation.
 DRIVES = {"LTO-7": 1, "LTO-8": 2, "LTO-9": 2}
 DATASETS = 4
-TOLERANCE = 0.05  # issue 7: simulated makespan within 5% of the plan's prediction
+TOLERANCE = 0.05  # simulated makespan within 5% of the plan's prediction
 
 
 @pytest.fixture

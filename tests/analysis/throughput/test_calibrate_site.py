@@ -1,7 +1,7 @@
 """End to end on the synthetic site: generate, ingest, build the marts, calibrate, validate.
 
 The generator's physics (site/truth/physics.parquet) is the ground truth the calibration must
-recover (issue 6, "Must show"): parameters within 10 % and a median absolute per-file rate error
+recover: parameters within 10 % and a median absolute per-file rate error
 of at most 15 % on held-out reads.
 """
 
@@ -27,8 +27,8 @@ SEED = 11
 # Media types with fewer reads are not held to the tolerances: too few read-throughs and
 # locates to pin every parameter down.
 MIN_READS = 1_000
-PARAM_TOLERANCE = 0.10  # issue 6: "within 10%"
-RATE_ERROR_PCT = 15.0  # issue 6: "median absolute error <= 15%"
+PARAM_TOLERANCE = 0.10  # parameters recovered within 10%
+RATE_ERROR_PCT = 15.0  # median absolute per-file rate error at most 15%
 # Distances, as shares of the tape, at which the fitted and the true locate curves are compared
 # (the two parametrise the curve differently: per TB against per whole tape).
 LOCATE_FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.9)
