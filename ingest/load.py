@@ -944,22 +944,12 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
 
 
 def _apply_catalog(
-    cur: psycopg.Cursor,
-    source: str,
-    run_ids: list[int],
-    volumes: list[str] | None,
-    known: _Known | None,
-    check_retired: Callable[[int], None],
-) -> int:
+    cur: psycopg.Cursor, source: str, run_ids: list[int], gone: pl.DataFrame | None
+) -> None:
     """Bring the table to the dump: write the staged copies (new, or different from the stored
-    ones: _Known sent only those) and retire the stored copies no dump row matched, within the
-    dump's scope (the source, or the listed volumes of a per-volume listing). Unchanged copies
-    keep their row and their run id, so a newer dump that changes 1% of a catalog writes 1% of
-    it. `check_retired` sees how many copies would be retired before anything is written (and
-    may refuse). Returns that number."""
-    gone = known.unlisted(volumes) if known is not None else None
-    retired = gone.height if gone is not None else 0
-    check_retired(retired)
+    ones: _Known sent only those) and retire `gone` (the stored copies no dump row matched).
+    Unchanged copies keep their row and their run id, so a newer dump that changes 1% of a
+    catalog writes 1% of it."""
     values = [c for c in canonical.TAPE_FILES if c not in _KEY]
     # An exact size stays when a dump that prints sizes rounded (CTA's text table) lists the
     # copy again with a size its rounding allows: the exact figure is the better one.
@@ -988,8 +978,8 @@ def _apply_catalog(
             " last_seen_at = now(), removed_at = null, removed_run_id = null"
         ).format(c=cols, s=sets)
     )
-    if not retired or gone is None:
-        return 0
+    if gone is None or not gone.height:
+        return
     # The retired copies are found where the read of the stored copies saw them, chunk by
     # chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes only
     # new or changed copies, so those rows have not moved; the copy id is checked all the same.
@@ -1002,7 +992,6 @@ def _apply_catalog(
             ).format(_chunk_table(cur, int(chunk))),
             [max(run_ids), rows["tid"].to_list(), rows["copy_id"].to_list()],
         )
-    return retired
 
 
 def _chunk_table(cur: psycopg.Cursor, oid: int) -> sql.Composable:
@@ -1035,13 +1024,13 @@ def _finish(
     if fmt.kind != "catalog":
         return 0
     last = max(run_ids)
-
-    def check_retired(removed: int) -> None:
-        if removed and not guard.allow:
-            _check_shrink(source, removed, listed, guard, shown)
-
-    scope = volumes if per_volume else None
-    removed = _apply_catalog(cur, source, run_ids, scope, known, check_retired)
+    # The stored copies no dump row matched, within the dump's scope (the source, or the listed
+    # volumes of a per-volume listing): judged by the guard before anything is written.
+    gone = known.unlisted(volumes if per_volume else None) if known is not None else None
+    removed = gone.height if gone is not None else 0
+    if removed and not guard.allow:
+        _check_shrink(source, removed, listed, guard, shown)
+    _apply_catalog(cur, source, run_ids, gone)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
         "insert into tapelens.tapes"
