@@ -1,0 +1,453 @@
+"""Site scale benchmark: one catalog of N copies through the whole pipeline on one embedded
+server, every step a child process of the real CLI, timed with its peak RSS.
+
+    .venv/bin/python bench/bench_scale.py --copies 10000000 --workdir /tmp/scale-10m
+    .venv/bin/python bench/bench_scale.py --copies 1000000 --steps write,first,full,disk
+
+Steps (--steps, default all, in this order; a step needs those before it):
+
+  write        the native HPSS `ls -P` catalog, zstd-compressed, written column-wise
+  first        `tapelens ingest catalog --format hpss-lsp` of it into an empty catalog
+  full         `tapelens marts build --full-refresh` (models; dbt tests excluded)
+  newer-write  the same catalog with 1% of its copies changed (0.4% gone, 0.3% with a new
+               size, 0.3% new beside an old one), written the same way
+  newer        `tapelens ingest catalog` of the newer dump over the first
+  incremental  `tapelens marts build` (incremental marts recompute the changed volumes)
+  gaps         `tapelens report gaps --by type`, wall of the whole command, best of 3
+  duplicates   `tapelens report duplicates --by dataset`, best of 3
+  plan         `tapelens plan recall` of 1M requested paths (plain text) from the database
+  disk         bytes of the catalog hypertable (heap, indexes, TOAST), each dbt schema and
+               the whole database, per 100M copies
+
+The catalog is synthetic but shaped as a site's (see `catalog_chunk`): 5,000 tape objects a
+volume, 10% of positions in aggregates, three datasets written interleaved per 600 files, 0.5%
+of files with a second copy on a duplicate volume. Prints one markdown row per step, the machine
+and the command; progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import psycopg
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import TAPELENS, Timed, bench_server, fresh_database, machine, measure  # noqa: E402
+
+STEPS = (
+    "write",
+    "first",
+    "full",
+    "newer-write",
+    "newer",
+    "incremental",
+    "gaps",
+    "duplicates",
+    "plan",
+    "disk",
+)
+CHUNK = 1_000_000  # copies built and compressed at a time (a few hundred MB of strings)
+PER_VOLUME = 5_000
+TYPES = ("AOD", "RAW", "EVNT", "HITS", "DAOD")
+COS = (42, 41, 44, 45, 43)  # HPSS class of service of each type (site-defined numbers)
+EPOCH = 1_546_300_800  # 2019-01-01T00:00:00Z: the first copy's create time
+# The newer dump: shares of the copies gone, resized and with a new copy beside them.
+GONE, RESIZED, ADDED = 0.004, 0.003, 0.003
+DUPLICATE_EVERY = 200  # one plain file in this many has a second copy
+REPORT_RUNS = 3
+MB = 2**20
+
+
+def _mix(i: np.ndarray, seed: int) -> np.ndarray:
+    """A uniform draw in [0, 1) per copy number, the same in every run (splitmix64)."""
+    with np.errstate(over="ignore"):
+        z = i.astype(np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def _path(i: pl.Expr, ds: pl.Expr, kind: pl.Expr) -> pl.Expr:
+    """An ATLAS-like path: the dataset is the directory, the type a token of the file name."""
+    dsn = ds.cast(pl.String).str.zfill(8)
+    return pl.concat_str(
+        pl.lit("/atlas/mc23_13p6TeV/"),
+        kind,
+        pl.lit("/mc23_13p6TeV."),
+        dsn,
+        pl.lit("."),
+        kind,
+        pl.lit(".r14622_tid"),
+        dsn,
+        pl.lit("_00/"),
+        kind,
+        pl.lit("."),
+        dsn,
+        pl.lit("._"),
+        i.cast(pl.String).str.zfill(9),
+        pl.lit(".pool.root.1"),
+    )
+
+
+def catalog_chunk(start: int, stop: int, seed: int, newer: bool) -> pl.DataFrame:
+    """The FILE lines of copies start..stop-1 (column `line`), in listing order.
+
+    Copy i sits on volume i // PER_VOLUME; of each 100 tape objects the first 10 are members of
+    one aggregate (one section, offsets 0, 1 MB, ...). Dataset (i // 600) * 3 + i % 3. A plain
+    file whose draw falls under 1/DUPLICATE_EVERY has a second copy on a D volume, listed after
+    it. In the newer dump, copies drawn under GONE are left out, the next RESIZED share is one
+    byte larger and the next ADDED share get a new file beside them at a new section.
+    """
+    i = np.arange(start, stop, dtype=np.int64)
+    raw = i % PER_VOLUME
+    member = raw % 100 < 10
+    section = np.where(member, raw - raw % 100 + 1, raw + 1)
+    offset = np.where(member, (raw % 100) * 1_000_000, 0)
+    ds = (i // 600) * 3 + i % 3
+    # about 1.2 GB a file on average: a volume's 5,000 objects fill most of an LTO-7 (6 TB)
+    size = np.where(member, 900_000 + i % 97, 100_000_000 + (i * 7919) % 2_200_000_000)
+    draw = _mix(i, seed)
+    dup_draw = _mix(i, seed + 1)
+    frame = pl.DataFrame(
+        {
+            "i": i,
+            "volume": i // PER_VOLUME,
+            "section": section,
+            "offset": offset,
+            "ds": ds,
+            "size": size,
+            "created": EPOCH + i * 3,
+            "draw": draw,
+            "dup": (~member) & (dup_draw < 1 / DUPLICATE_EVERY),
+        }
+    )
+    frame = frame.with_columns(
+        kind=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(TYPES)),
+        cos=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(COS)),
+        vol=pl.concat_str(pl.lit("A"), pl.col("volume").cast(pl.String).str.zfill(5), pl.lit("00")),
+    ).with_columns(path=_path(pl.col("i"), pl.col("ds"), pl.col("kind")))
+    parts = [frame.with_columns(order=pl.col("i") * 3)]
+    # Duplicates: placed by copy number (about PER_VOLUME on each D volume), so that a chunk
+    # alone knows each one's place.
+    dups = frame.filter(pl.col("dup")).with_columns(
+        order=pl.col("i") * 3 + 1,
+        section=pl.col("i") % (PER_VOLUME * DUPLICATE_EVERY) + 1,
+        offset=pl.lit(0, pl.Int64),
+        created=pl.col("created") + 86_400,
+        vol=pl.concat_str(
+            pl.lit("D"),
+            (pl.col("i") // (PER_VOLUME * DUPLICATE_EVERY)).cast(pl.String).str.zfill(5),
+            pl.lit("00"),
+        ),
+    )
+    parts.append(dups)
+    if newer:
+        kept = pl.col("draw") >= GONE
+        resized = (pl.col("draw") >= GONE) & (pl.col("draw") < GONE + RESIZED)
+        parts[0] = (
+            parts[0]
+            .filter(kept)
+            .with_columns(size=pl.when(resized).then(pl.col("size") + 1).otherwise(pl.col("size")))
+        )
+        added = frame.filter(
+            (pl.col("draw") >= GONE + RESIZED) & (pl.col("draw") < GONE + RESIZED + ADDED)
+        ).with_columns(
+            order=pl.col("i") * 3 + 2,
+            path=pl.concat_str(pl.col("path"), pl.lit(".new"), pl.col("i").cast(pl.String)),
+            section=900_000_000 + pl.col("i"),
+            offset=pl.lit(0, pl.Int64),
+        )
+        parts.append(added)
+    rows = pl.concat(parts, how="vertical_relaxed").sort("order")
+    created = pl.from_epoch(pl.col("created"), time_unit="s")
+    written = pl.from_epoch(pl.col("created") + 3_600, time_unit="s")
+    fmt = "%m/%d/%Y\t%H:%M:%S"
+    return rows.select(
+        line=pl.concat_str(
+            pl.lit("FILE"),
+            pl.col("path"),
+            pl.col("size").cast(pl.String),
+            pl.col("size").cast(pl.String),
+            pl.concat_str(
+                pl.col("section").cast(pl.String), pl.lit("+"), pl.col("offset").cast(pl.String)
+            ),
+            pl.col("vol"),
+            pl.col("cos").cast(pl.String),
+            pl.lit("0"),
+            pl.lit("1"),
+            created.dt.strftime(fmt),
+            written.dt.strftime(fmt),
+            separator="\t",
+        )
+    )
+
+
+def write_catalog(path: Path, copies: int, seed: int, newer: bool) -> int:
+    """Write the listing zstd-compressed (two threads); returns the FILE lines written."""
+    lines = 0
+    started = time.perf_counter()
+    compressor = zstandard.ZstdCompressor(level=3, threads=2)
+    with open(path, "wb") as raw, compressor.stream_writer(raw) as out:
+        out.write(b"# hsi -q ls -P -R /atlas\n")
+        for start in range(0, copies, CHUNK):
+            stop = min(start + CHUNK, copies)
+            chunk = catalog_chunk(start, stop, seed, newer)
+            out.write("\n".join(chunk["line"].to_list()).encode() + b"\n")
+            lines += chunk.height
+            _progress(path.name, stop, copies, started)
+    return lines
+
+
+def write_tapes(path: Path, copies: int) -> int:
+    """The tape inventory (generic CSV): every fifth A volume an LTO-7, the rest LTO-8."""
+    a = np.arange((copies + PER_VOLUME - 1) // PER_VOLUME)
+    d = np.arange((copies + PER_VOLUME * DUPLICATE_EVERY - 1) // (PER_VOLUME * DUPLICATE_EVERY))
+    lto7 = np.concatenate([a % 5 == 0, np.zeros(d.size, dtype=bool)])
+    names = [f"A{v:05d}" for v in a] + [f"D{v:05d}" for v in d]
+    frame = pl.DataFrame({"volume": names, "lto7": lto7}).select(
+        "volume",
+        barcode=pl.col("volume") + pl.when("lto7").then(pl.lit("L7")).otherwise(pl.lit("L8")),
+        media_type=pl.when("lto7").then(pl.lit("LTO-7")).otherwise(pl.lit("LTO-8")),
+        library=pl.lit("SL8500-1"),
+        pool=pl.lit("atlas"),
+        capacity_bytes=pl.when("lto7").then(6 * 10**12).otherwise(12 * 10**12),
+        state=pl.lit("full"),
+    )
+    frame.write_csv(path)
+    return frame.height
+
+
+def request_paths(path: Path, copies: int, requests: int, seed: int) -> int:
+    """`requests` distinct paths of copies the newer dump keeps, one a line; returns how many."""
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(copies, size=min(requests, copies), replace=False))
+    picked = picked[_mix(picked, seed) >= GONE]
+    i = pl.Series("i", picked)
+    ds = (i // 600) * 3 + i % 3
+    frame = pl.DataFrame({"i": i, "ds": ds}).with_columns(
+        kind=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(TYPES))
+    )
+    paths = frame.select(_path(pl.col("i"), pl.col("ds"), pl.col("kind")).alias("p"))["p"]
+    path.write_text("\n".join(paths.to_list()) + "\n")
+    return len(paths)
+
+
+def _progress(what: str, done: int, total: int, started: float) -> None:
+    elapsed = time.perf_counter() - started
+    rate = done / elapsed if elapsed > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else 0.0
+    print(
+        f"  {what}: {done:,}/{total:,} copies, {rate:,.0f}/s, ETA {eta:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+@dataclass
+class Step:
+    name: str
+    what: str
+    seconds: float
+    rows: int | None = None
+    peak_rss_mb: float | None = None
+    note: str = ""
+
+    def row(self) -> str:
+        rate = f"{self.rows / self.seconds:,.0f}" if self.rows and self.seconds > 0 else "-"
+        rss = f"{self.peak_rss_mb:,.0f}" if self.peak_rss_mb is not None else "-"
+        return f"| {self.name} | {self.what} | {self.seconds:.2f} | {rate} | {rss} | {self.note} |"
+
+
+def _count(dsn: str, query: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(query).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def disk(dsn: str) -> dict[str, int]:
+    """Bytes of the catalog hypertable by part, of each tapelens schema and the database."""
+    sizes: dict[str, int] = {}
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "select table_bytes, index_bytes, toast_bytes, total_bytes"
+            " from hypertable_detailed_size('tapelens.tape_files')"
+        ).fetchone()
+        if row:
+            for key, value in zip(("heap", "indexes", "toast", "total"), row, strict=True):
+                sizes[f"tape_files {key}"] = int(value or 0)
+        for name, value in conn.execute(
+            "select indexname, hypertable_index_size(format('%I.%I', schemaname, indexname))"
+            " from pg_indexes where schemaname = 'tapelens' and tablename = 'tape_files'"
+            " order by indexname"
+        ).fetchall():
+            sizes[f"tape_files index {name}"] = int(value or 0)
+        for schema, value in conn.execute(
+            "select n.nspname, sum(pg_total_relation_size(c.oid))::bigint"
+            " from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where c.relkind in ('r', 'm') and n.nspname like 'tapelens%'"
+            " and not (n.nspname = 'tapelens' and c.relname = 'tape_files')"
+            " group by n.nspname order by n.nspname"
+        ).fetchall():
+            sizes[f"schema {schema} (other tables)" if schema == "tapelens" else schema] = int(
+                value
+            )
+        for name, value in conn.execute(
+            "select c.relname, pg_total_relation_size(c.oid) from pg_class c"
+            " join pg_namespace n on n.oid = c.relnamespace"
+            " where c.relkind = 'r' and n.nspname = 'tapelens_marts'"
+            " order by 2 desc limit 6"
+        ).fetchall():
+            sizes[f"  tapelens_marts.{name}"] = int(value)
+        row = conn.execute("select pg_database_size(current_database())").fetchone()
+        sizes["database"] = int(row[0]) if row else 0
+    return sizes
+
+
+def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], dict[str, int]]:
+    work: Path = args.workdir
+    home = work / "home"
+    catalog = work / "ls-P.txt.zst"
+    newer = work / "ls-P-newer.txt.zst"
+    requests = work / "requests.txt"
+    tapes = work / "tapes.csv"
+    base = [TAPELENS, "--dsn", dsn, "--home", str(home)]
+    ingest = [*base, "ingest", "catalog", "--format", "hpss-lsp"]
+    models_only = ["--exclude", "resource_type:test", "--exclude", "resource_type:unit_test"]
+    steps: list[Step] = []
+    sizes: dict[str, int] = {}
+    live = "select count(*) from tapelens.tape_files where removed_at is null"
+
+    def timed(name: str, what: str, argv: list[str], rows: int | None = None) -> Timed:
+        print(f"{name}: {' '.join(argv[4:])}", file=sys.stderr, flush=True)
+        result = measure(argv)
+        steps.append(Step(name, what, result.seconds, rows, result.peak_rss_mb))
+        print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
+        return result
+
+    def best(name: str, what: str, argv: list[str]) -> None:
+        print(f"{name}: {' '.join(argv[4:])} (best of {REPORT_RUNS})", file=sys.stderr)
+        runs = [measure(argv) for _ in range(REPORT_RUNS)]
+        top = min(runs, key=lambda r: r.seconds)
+        note = ", ".join(f"{r.seconds:.2f}" for r in runs)
+        steps.append(Step(name, what, top.seconds, None, top.peak_rss_mb, f"runs: {note} s"))
+        print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
+
+    if "write" in args.steps:
+        print(f"write: {catalog}", file=sys.stderr)
+        started = time.perf_counter()
+        write_tapes(tapes, args.copies)
+        lines = write_catalog(catalog, args.copies, args.seed, newer=False)
+        note = f"{lines:,} lines, {catalog.stat().st_size / MB:,.0f} MB zstd"
+        steps.append(Step("write", "native catalog", time.perf_counter() - started, lines))
+        steps[-1].note = note
+    if "first" in args.steps:
+        volumes = len(tapes.read_text().splitlines()) - 1
+        timed(
+            "tapes",
+            "ingest, tape inventory",
+            [*base, "ingest", "tapes", "--format", "csv"] + [str(tapes)],
+            volumes,
+        )
+        steps[-1].note = f"{volumes:,} volumes"
+        timed("first", "ingest, first load", [*ingest, str(catalog)])
+        rows = _count(dsn, live)
+        steps[-1].rows, steps[-1].note = rows, f"{rows:,} copies"
+    if "full" in args.steps:
+        # A first build in a new home parses the dbt project; the full refresh after it is the
+        # figure (as a user's rebuild).
+        timed("parse", "`marts build` (first in a new home)", [*base, "marts", "build"])
+        steps.pop()
+        timed("full", "`marts build --full-refresh`", [*base, "marts", "build", "--full-refresh"])
+        steps[-1].rows = _count(dsn, live)
+    if "newer-write" in args.steps:
+        started = time.perf_counter()
+        lines = write_catalog(newer, args.copies, args.seed, newer=True)
+        steps.append(Step("newer-write", "newer dump, 1% changed", time.perf_counter() - started))
+        steps[-1].rows = lines
+        steps[-1].note = f"{lines:,} lines, {newer.stat().st_size / MB:,.0f} MB zstd"
+    if "newer" in args.steps:
+        timed("newer", "ingest, newer dump", [*ingest, str(newer)])
+        rows = _count(dsn, live)
+        steps[-1].rows, steps[-1].note = rows, f"{rows:,} live copies after"
+    if "incremental" in args.steps:
+        timed("incremental", "`marts build`, incremental", [*base, "marts", "build", *models_only])
+    if "gaps" in args.steps:
+        best("gaps", "`report gaps --by type`", [*base, "report", "gaps", "--by", "type"])
+    if "duplicates" in args.steps:
+        argv = [*base, "report", "duplicates", "--by", "dataset", "--format", "csv"]
+        best("duplicates", "`report duplicates --by dataset`", argv)
+    if "plan" in args.steps:
+        n = request_paths(requests, args.copies, args.requests, args.seed)
+        summary = work / "plan.json"
+        argv = [*base, "plan", "recall", str(requests), "--drives", "LTO8:6,LTO7:4"]
+        timed("plan", f"`plan recall` of {n:,} paths", [*argv, "--summary", str(summary)], n)
+        if summary.exists():
+            doc = json.loads(summary.read_text())
+            keys = ("files", "tapes", "mounts", "unknown", "missing")
+            shown = {k: doc[k] for k in keys if k in doc and not isinstance(doc[k], dict | list)}
+            steps[-1].note = ", ".join(f"{k} {v}" for k, v in shown.items())
+    if "disk" in args.steps:
+        sizes = disk(dsn)
+    return steps, sizes
+
+
+def parse_steps(text: str) -> list[str]:
+    steps = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = sorted(set(steps) - set(STEPS))
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"steps are a comma-separated list of {','.join(STEPS)}")
+    return steps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", type=int, default=10_000_000)
+    ap.add_argument("--requests", type=int, default=1_000_000, help="paths in the recall")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--steps", type=parse_steps, default=list(STEPS))
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/tapelens-scale"))
+    ap.add_argument("--keep", action="store_true", help="keep the catalogs written in --workdir")
+    ap.add_argument("--dsn", default=None, help="server to use (default: embedded, temporary)")
+    args = ap.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with bench_server(args.dsn) as server, fresh_database(server) as dsn:
+        steps, sizes = run(args, server, dsn)
+    if not args.keep:
+        for name in (
+            "tapes.csv",
+            "ls-P.txt.zst",
+            "ls-P-newer.txt.zst",
+            "requests.txt",
+            "plan.json",
+        ):
+            (args.workdir / name).unlink(missing_ok=True)
+    print(f"machine: {machine()}")
+    print(f"command: {' '.join(sys.argv)}")
+    print(f"whole run: {time.perf_counter() - started:,.0f} s")
+    print()
+    print("| step | what | seconds | rows/s | peak RSS, MB | note |")
+    print("|---|---|---:|---:|---:|---|")
+    for step in steps:
+        print(step.row())
+    if sizes:
+        copies = next((s.rows for s in steps if s.name == "first" and s.rows), args.copies)
+        print()
+        print("| relation | MB | GB per 100M copies |")
+        print("|---|---:|---:|")
+        for name, value in sizes.items():
+            per = value / copies * 100_000_000 / 1e9
+            print(f"| {name} | {value / MB:,.0f} | {per:,.1f} |")
+
+
+if __name__ == "__main__":
+    main()
