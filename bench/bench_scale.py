@@ -8,7 +8,8 @@ Steps (--steps, default all, in this order; a step needs those before it):
 
   write        the native HPSS `ls -P` catalog, zstd-compressed, written column-wise
   first        `tapelens ingest catalog --format hpss-lsp` of it into an empty catalog
-  full         `tapelens marts build --full-refresh` (models; dbt tests excluded)
+  full         `tapelens marts build --full-refresh` (models; dbt tests excluded, as in the
+               incremental build)
   newer-write  the same catalog with 1% of its copies changed (0.4% gone, 0.3% with a new
                size, 0.3% new beside an old one), written the same way
   newer        `tapelens ingest catalog` of the newer dump over the first
@@ -260,11 +261,16 @@ class Step:
     rows: int | None = None
     peak_rss_mb: float | None = None
     note: str = ""
+    database_bytes: int | None = None  # after the step
 
     def row(self) -> str:
         rate = f"{self.rows / self.seconds:,.0f}" if self.rows and self.seconds > 0 else "-"
         rss = f"{self.peak_rss_mb:,.0f}" if self.peak_rss_mb is not None else "-"
-        return f"| {self.name} | {self.what} | {self.seconds:.2f} | {rate} | {rss} | {self.note} |"
+        db = f"{self.database_bytes / 1e9:.2f}" if self.database_bytes is not None else "-"
+        return (
+            f"| {self.name} | {self.what} | {self.seconds:.2f} | {rate} | {rss} | {db} |"
+            f" {self.note} |"
+        )
 
 
 def _count(dsn: str, query: str) -> int:
@@ -330,6 +336,7 @@ def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], di
         print(f"{name}: {' '.join(argv[4:])}", file=sys.stderr, flush=True)
         result = measure(argv)
         steps.append(Step(name, what, result.seconds, rows, result.peak_rss_mb))
+        steps[-1].database_bytes = _count(dsn, "select pg_database_size(current_database())")
         print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
         return result
 
@@ -362,11 +369,11 @@ def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], di
         rows = _count(dsn, live)
         steps[-1].rows, steps[-1].note = rows, f"{rows:,} copies"
     if "full" in args.steps:
-        # A first build in a new home parses the dbt project; the full refresh after it is the
-        # figure (as a user's rebuild).
-        timed("parse", "`marts build` (first in a new home)", [*base, "marts", "build"])
-        steps.pop()
-        timed("full", "`marts build --full-refresh`", [*base, "marts", "build", "--full-refresh"])
+        # The first build in a new home parses the dbt project: done on a staging view alone,
+        # so that the figure is a rebuild as a user makes it (models only, dbt tests excluded).
+        measure([*base, "marts", "build", "--select", "stg_tape_files"])
+        argv = [*base, "marts", "build", "--full-refresh", *models_only]
+        timed("full", "`marts build --full-refresh`", argv)
         steps[-1].rows = _count(dsn, live)
     if "newer-write" in args.steps:
         started = time.perf_counter()
@@ -435,8 +442,8 @@ def main() -> None:
     print(f"command: {' '.join(sys.argv)}")
     print(f"whole run: {time.perf_counter() - started:,.0f} s")
     print()
-    print("| step | what | seconds | rows/s | peak RSS, MB | note |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| step | what | seconds | rows/s | peak RSS, MB | database after, GB | note |")
+    print("|---|---|---:|---:|---:|---:|---|")
     for step in steps:
         print(step.row())
     if sizes:
