@@ -438,3 +438,35 @@ left join tapelens.tapes as t on t.volume = vs.volume
 left join tapelens.media_types as m on m.media_type = t.media_type
 left join per_volume as p on p.volume = vs.volume
 left join per_volume_copies as c on c.volume = vs.volume
+;;
+-- byte addresses of every tape object, removed copies included: one aggregate, one window
+create unlogged table bench_hand.fct_tape_objects as
+select
+    volume,
+    position,
+    object_bytes::bigint as object_bytes,
+    coalesce(sum(object_bytes) over (
+        partition by volume order by position rows between unbounded preceding and 1 preceding
+    ), 0)::bigint as start_bytes,
+    (select run_id from bench_hand.watermark) as watermark_run_id
+from (
+    select volume, position, sum(size_bytes::double precision) as object_bytes
+    from tapelens.tape_files
+    group by volume, position
+) as objects
+;;
+create unique index on bench_hand.fct_tape_objects (volume, position)
+;;
+analyze bench_hand.fct_tape_objects
+;;
+create unlogged table bench_hand.fct_tape_layouts as
+select
+    volume,
+    count(*) as objects,
+    sum(object_bytes)::bigint as object_bytes,
+    avg(object_bytes)::double precision as avg_object_bytes,
+    max(watermark_run_id) as watermark_run_id
+from bench_hand.fct_tape_objects
+group by volume
+;;
+create unique index on bench_hand.fct_tape_layouts (volume)

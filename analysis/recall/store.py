@@ -4,11 +4,14 @@ comparison of a saved plan with the transfers that followed.
 The requested paths, file ids and datasets go into a temporary table (one COPY), the live copies
 of every file they name are selected with one join in SQL, with each copy's byte address on its
 tape and the tape's average object size, and come back through COPY into Polars: never row by row.
+The addresses are looked up in the marts (fct_tape_objects) for the tapes the last build has seen
+as they are; only the tapes of later catalog loads are summed from the catalog at plan time.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +26,7 @@ from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
+from tapelens.models import MARTS_SCHEMA
 
 CATALOG_SCHEMA: dict[str, Any] = {
     "file_id": pl.String,
@@ -69,42 +73,150 @@ _CATALOG_STEPS = (
     from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
     where f.removed_at is null and f.file_id <> f.path""",
     "analyze plan_copies",
-    # Every tape object of the tapes involved, with its byte address; removed copies keep their
-    # bytes on the tape until it is repacked.
+)
+
+# Byte addresses come from the marts (fct_tape_objects, by volume and position) for the volumes
+# the last `marts build` has seen whole. A volume that a later catalog load may have changed, or
+# one the marts lack, is "unaddressed": every object of that tape is summed in position order
+# from the catalog, as the mart does it, and that address wins in the final query.
+_UNADDRESSED = sql.SQL("""create temporary table plan_unaddressed on commit drop as
+    select distinct c.volume from plan_copies c where {}""")
+_UNADDRESSED_WHERE = sql.SQL(
+    "c.volume = any({stale}) or not exists (select 1 from {layouts} l where l.volume = c.volume)"
+)
+
+_OBJECTS_FROM_CATALOG = (
+    "analyze plan_unaddressed",
+    # Removed copies keep their bytes on the tape until it is repacked.
     """create temporary table plan_objects on commit drop as
-    select volume, position, object_bytes,
+    select volume, position,
            coalesce(sum(object_bytes) over (
                partition by volume collate "C" order by position
-               rows between unbounded preceding and 1 preceding), 0) as object_start
+               rows between unbounded preceding and 1 preceding), 0) as object_start,
+           avg(object_bytes) over (partition by volume collate "C") as avg_object_bytes
     from (
         select o.volume, o.position, sum(o.size_bytes::float8) as object_bytes
         from tapelens.tape_files o
-        where o.volume in (select distinct volume from plan_copies)
+        where o.volume in (select volume from plan_unaddressed)
         group by 1, 2
     ) as objects""",
     "analyze plan_objects",
 )
 
-_CATALOG_QUERY = """
-with per_tape as (
-    select volume, sum(object_bytes) / count(*) as avg_object_bytes
-    from plan_objects group by volume
-)
+_CATALOG_QUERY = sql.SQL("""
 select c.file_id, c.path, c.dataset, c.size_bytes, c.volume, c.position, c.offset_bytes,
        c.aggregate_id, c.copy_no, extract(epoch from c.written_at) as written_at,
-       (a.object_start + coalesce(c.offset_bytes, 0))::bigint as start_bytes, p.avg_object_bytes,
+       ({start} + coalesce(c.offset_bytes, 0))::bigint as start_bytes,
+       {average} as avg_object_bytes,
        coalesce(t.media_type, 'unknown') as media_type,
        coalesce(t.state, 'unknown') as tape_state, c.other_volumes
 from plan_copies c
-left join plan_objects a on a.volume = c.volume and a.position = c.position
-left join per_tape p on p.volume = c.volume
+left join plan_objects a on a.volume = c.volume and a.position = c.position{marts}
 left join tapelens.tapes t on t.volume = c.volume
-"""
+""")
+_FROM_MARTS = sql.SQL("""
+left join {objects} o on o.volume = c.volume and o.position = c.position
+left join {layouts} l on l.volume = c.volume""")
 
 
-def load_catalog(conn: psycopg.Connection, requests: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True)
+class Addressing:
+    """Where a catalog read took its byte addresses from."""
+
+    from_marts: bool  # the marts hold addresses (fct_tape_objects was built)
+    stale_volumes: tuple[str, ...] | None  # changed since the marts were built; None: any
+    from_catalog: int  # volumes addressed from the catalog itself
+
+    def note(self) -> str | None:
+        """One line for the user when the plan paid for addressing tapes itself."""
+        if self.from_catalog == 0:
+            return None
+        if not self.from_marts:
+            why = "the marts are not built"
+        else:
+            why = "catalog loads after the last `tapelens marts build` may have changed them"
+        return (
+            f"byte addresses of {self.from_catalog:,} tape{'s' if self.from_catalog > 1 else ''}"
+            f" summed from the catalog ({why});"
+            " `tapelens marts build` makes the next plan read them ready-made"
+        )
+
+
+def _stale_volumes(cur: psycopg.Cursor[Any]) -> tuple[bool, tuple[str, ...] | None]:
+    """Whether the marts hold byte addresses, and the volumes catalog loads changed after the
+    marts last saw them (None: a whole-catalog load did, so any volume may have changed)."""
+    cur.execute(
+        sql.SQL("select to_regclass({}) is not null and to_regclass({}) is not null").format(
+            sql.Literal(f"{MARTS_SCHEMA}.fct_tape_objects"),
+            sql.Literal(f"{MARTS_SCHEMA}.fct_tape_layouts"),
+        )
+    )
+    row = cur.fetchone()
+    if not row or not row[0]:
+        return False, None
+    # Loads commit one at a time and run ids grow in commit order, so every load up to the
+    # newest watermark the build saw is in the addresses (macros/incremental_volumes.sql).
+    cur.execute(
+        sql.SQL("select coalesce(max(watermark_run_id), -1) from {}").format(
+            sql.Identifier(MARTS_SCHEMA, "fct_tape_layouts")
+        )
+    )
+    seen = cur.fetchone()
+    cur.execute(
+        "select volumes from tapelens.ingest_runs"
+        " where kind = 'catalog' and status = 'loaded' and run_id > %s",
+        [seen[0] if seen else -1],
+    )
+    stale: set[str] = set()
+    for (volumes,) in cur.fetchall():
+        if volumes is None:
+            return True, None
+        stale.update(volumes)
+    return True, tuple(sorted(stale))
+
+
+def _address_objects(cur: psycopg.Cursor[Any]) -> tuple[sql.Composable, Addressing]:
+    """Sum the tapes of plan_copies the marts cannot address into plan_objects; return the
+    query of the catalog rows, with the addresses from the marts wherever they hold."""
+    from_marts, stale = _stale_volumes(cur)
+    objects = sql.Identifier(MARTS_SCHEMA, "fct_tape_objects")
+    layouts = sql.Identifier(MARTS_SCHEMA, "fct_tape_layouts")
+    use_marts = from_marts and stale is not None
+    where: sql.Composable = sql.SQL("true")
+    if use_marts:
+        where = _UNADDRESSED_WHERE.format(
+            stale=sql.Literal(list(stale or ())) + sql.SQL("::text[]"), layouts=layouts
+        )
+    cur.execute(_UNADDRESSED.format(where))
+    for step in _OBJECTS_FROM_CATALOG:
+        cur.execute(step)
+    cur.execute("select count(*) from plan_unaddressed")
+    row = cur.fetchone()
+    addressing = Addressing(from_marts, stale, int(row[0]) if row else 0)
+    if not use_marts:
+        query = _CATALOG_QUERY.format(
+            start=sql.SQL("a.object_start"),
+            average=sql.SQL("a.avg_object_bytes"),
+            marts=sql.SQL(""),
+        )
+    else:
+        # An unaddressed volume's own sums (a) win over what the marts hold for it (o, l).
+        query = _CATALOG_QUERY.format(
+            start=sql.SQL("coalesce(a.object_start, o.start_bytes)"),
+            average=sql.SQL("coalesce(a.avg_object_bytes, l.avg_object_bytes)"),
+            marts=_FROM_MARTS.format(objects=objects, layouts=layouts),
+        )
+    return query, addressing
+
+
+def load_catalog(
+    conn: psycopg.Connection,
+    requests: pl.DataFrame,
+    note: Callable[[str], None] | None = None,
+) -> pl.DataFrame:
     """Live copies (analysis.recall.requests CATALOG_COLUMNS, plus start_bytes and avg_object_bytes)
-    of every file the requests name, on any tape, with the tape's media type and state."""
+    of every file the requests name, on any tape, with the tape's media type and state. `note`
+    hears, in one line, when byte addresses had to be worked out from the catalog."""
     keys = requests.select("kind", "key").unique()
     try:
         with conn.transaction(), conn.cursor() as cur:
@@ -116,9 +228,13 @@ def load_catalog(conn: psycopg.Connection, requests: pl.DataFrame) -> pl.DataFra
             cur.execute("analyze plan_requests")
             for step in _CATALOG_STEPS:
                 cur.execute(step)
-            frame = copy_frame(cur, sql.SQL(_CATALOG_QUERY), CATALOG_SCHEMA, epoch=("written_at",))
+            query, addressing = _address_objects(cur)
+            frame = copy_frame(cur, query, CATALOG_SCHEMA, epoch=("written_at",))
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
+    said = addressing.note()
+    if note is not None and said is not None:
+        note(said)
     return fill_media_from_labels(frame)
 
 
@@ -148,11 +264,14 @@ def load_datasets(
 
 
 def plan_from_database(
-    conn: psycopg.Connection, requests: pl.DataFrame, options: PlanOptions
+    conn: psycopg.Connection,
+    requests: pl.DataFrame,
+    options: PlanOptions,
+    note: Callable[[str], None] | None = None,
 ) -> tuple[RecallPlan, dict[str, ModelParams]]:
     """Plan `requests` against the catalog, with the model parameters in use (calibrated where
     a fit is stored, defaults elsewhere) and the site's media catalog."""
-    catalog = load_catalog(conn, requests)
+    catalog = load_catalog(conn, requests, note)
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     readers = params_store.readable_by(conn)
     return plan_recall(requests, catalog, params, options, readers), params

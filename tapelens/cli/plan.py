@@ -119,7 +119,9 @@ def recall(
     )
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
-        result, params = plan_store.plan_from_database(conn, asked, options)
+        result, params = plan_store.plan_from_database(
+            conn, asked, options, note=lambda line: click.echo(f"tapelens: {line}", err=True)
+        )
         if save_name:
             replaced = plan_store.save_plan(conn, save_name, result, params)
             click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)

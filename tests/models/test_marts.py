@@ -20,6 +20,8 @@ MARTS = {
     "dim_datasets",
     "fct_duplicate_copies",
     "fct_tape_occupancy",
+    "fct_tape_objects",
+    "fct_tape_layouts",
     "fct_transfer_rates",
     "fct_mounts_daily",
     "fct_drive_usage",
@@ -45,7 +47,7 @@ def gaps(dsn: str, dataset: str, volume: str) -> list[tuple[object, ...]]:
 
 
 def test_build_runs_models_and_tests(built: BuildSummary, models_dsn: str) -> None:
-    assert built.models_built == 19
+    assert built.models_built == 21
     assert built.tests_failed == 0
     # data tests on every key plus the unit tests pinning the gap conventions
     assert built.tests_passed >= 50
