@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +255,38 @@ def _progress(what: str, done: int, total: int, started: float) -> None:
     )
 
 
+class FreeDisk:
+    """The least free space on the work directory's file system while a step runs, sampled
+    every second (a step's temporary files and WAL are gone once it ends)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.least = self.now()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def now(self) -> int:
+        return shutil.disk_usage(self.path).free
+
+    def _sample(self) -> None:
+        while not self._stop.wait(1.0):
+            self.least = min(self.least, self.now())
+
+    def __enter__(self) -> FreeDisk:
+        self.least = self.now()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.least = min(self.least, self.now())
+
+
+class OutOfDisk(Exception):
+    """Free space fell under the floor kept for others: the run stops before the next step."""
+
+
 @dataclass
 class Step:
     name: str
@@ -262,14 +296,16 @@ class Step:
     peak_rss_mb: float | None = None
     note: str = ""
     database_bytes: int | None = None  # after the step
+    peak_disk_bytes: int | None = None  # free space the step took at its peak
 
     def row(self) -> str:
         rate = f"{self.rows / self.seconds:,.0f}" if self.rows and self.seconds > 0 else "-"
         rss = f"{self.peak_rss_mb:,.0f}" if self.peak_rss_mb is not None else "-"
         db = f"{self.database_bytes / 1e9:.2f}" if self.database_bytes is not None else "-"
+        peak = f"{self.peak_disk_bytes / 1e9:.1f}" if self.peak_disk_bytes is not None else "-"
         return (
             f"| {self.name} | {self.what} | {self.seconds:.2f} | {rate} | {rss} | {db} |"
-            f" {self.note} |"
+            f" {peak} | {self.note} |"
         )
 
 
@@ -318,7 +354,8 @@ def disk(dsn: str) -> dict[str, int]:
     return sizes
 
 
-def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], dict[str, int]]:
+def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, int]) -> None:
+    """Run args.steps in order, appending to `steps`; the disk sizes go into `sizes`."""
     work: Path = args.workdir
     home = work / "home"
     catalog = work / "ls-P.txt.zst"
@@ -328,14 +365,19 @@ def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], di
     base = [TAPELENS, "--dsn", dsn, "--home", str(home)]
     ingest = [*base, "ingest", "catalog", "--format", "hpss-lsp"]
     models_only = ["--exclude", "resource_type:test", "--exclude", "resource_type:unit_test"]
-    steps: list[Step] = []
-    sizes: dict[str, int] = {}
     live = "select count(*) from tapelens.tape_files where removed_at is null"
 
     def timed(name: str, what: str, argv: list[str], rows: int | None = None) -> Timed:
+        free = shutil.disk_usage(work).free
+        if free < args.min_free_gb * 1e9:
+            raise OutOfDisk(
+                f"before {name}: {free / 1e9:.1f} GB free, under the {args.min_free_gb:g} GB kept"
+            )
         print(f"{name}: {' '.join(argv[4:])}", file=sys.stderr, flush=True)
-        result = measure(argv)
+        with FreeDisk(work) as disk_free:
+            result = measure(argv)
         steps.append(Step(name, what, result.seconds, rows, result.peak_rss_mb))
+        steps[-1].peak_disk_bytes = free - disk_free.least
         steps[-1].database_bytes = _count(dsn, "select pg_database_size(current_database())")
         print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
         return result
@@ -403,8 +445,7 @@ def run(args: argparse.Namespace, server: str, dsn: str) -> tuple[list[Step], di
             shown = {k: doc[k] for k in keys if k in doc and not isinstance(doc[k], dict | list)}
             steps[-1].note = ", ".join(f"{k} {v}" for k, v in shown.items())
     if "disk" in args.steps:
-        sizes = disk(dsn)
-    return steps, sizes
+        sizes.update(disk(dsn))
 
 
 def parse_steps(text: str) -> list[str]:
@@ -423,12 +464,24 @@ def main() -> None:
     ap.add_argument("--steps", type=parse_steps, default=list(STEPS))
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tapelens-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the catalogs written in --workdir")
+    ap.add_argument(
+        "--min-free-gb",
+        type=float,
+        default=10.0,
+        help="stop before a step when the work directory's disk has less free (for others)",
+    )
     ap.add_argument("--dsn", default=None, help="server to use (default: embedded, temporary)")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    steps: list[Step] = []
+    sizes: dict[str, int] = {}
+    stopped = ""
     with bench_server(args.dsn) as server, fresh_database(server) as dsn:
-        steps, sizes = run(args, server, dsn)
+        try:
+            run(args, dsn, steps, sizes)
+        except OutOfDisk as exc:
+            stopped = str(exc)
     if not args.keep:
         for name in (
             "tapes.csv",
@@ -441,9 +494,14 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"command: {' '.join(sys.argv)}")
     print(f"whole run: {time.perf_counter() - started:,.0f} s")
+    if stopped:
+        print(f"stopped: {stopped}")
     print()
-    print("| step | what | seconds | rows/s | peak RSS, MB | database after, GB | note |")
-    print("|---|---|---:|---:|---:|---:|---|")
+    print(
+        "| step | what | seconds | rows/s | peak RSS, MB | database after, GB"
+        " | disk taken at peak, GB | note |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     for step in steps:
         print(step.row())
     if sizes:
