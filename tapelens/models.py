@@ -9,11 +9,12 @@ failures come back as one ModelBuildError naming the failing models and tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,6 +227,97 @@ def _scrub(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+@dataclass(frozen=True)
+class NodeDone:
+    """A model or test that has just finished, for progress on stderr."""
+
+    name: str
+    kind: str  # model, test, unit_test
+    status: str  # success, pass, fail, error, skipped...
+    seconds: float
+    rows: int | None  # rows the statement wrote (a table or an incremental insert), if known
+    done: int  # nodes finished so far
+    total: int | None  # nodes this build runs, once dbt has said
+    left_s: float | None  # estimated from the last build's times of the nodes still to run
+
+
+# Each node's time in the last build, kept beside dbt's log: the next build's estimate of the
+# time left (dbt itself does not know how long a model will take).
+_TIMES_FILE = "node_seconds.json"
+
+
+class _Tracker:
+    """Turns dbt's NodeFinished events into NodeDone for a progress callback, and records
+    every node's time for the next build's estimate."""
+
+    def __init__(
+        self, times_path: Path, selection: str, report: Callable[[NodeDone], None] | None
+    ) -> None:
+        self.times_path = times_path
+        self.selection = selection  # the same selection runs the same nodes
+        self.report = report
+        self.started = time.monotonic()
+        try:
+            self.kept: dict[str, dict[str, float]] = json.loads(times_path.read_text())
+            self.before = {k: float(v) for k, v in self.kept.get(selection, {}).items()}
+        except (OSError, ValueError, AttributeError, TypeError):
+            self.kept, self.before = {}, {}
+        self.seconds: dict[str, float] = {}
+        self.total: int | None = None
+
+    def __call__(self, event: Any) -> None:
+        # dbt calls this on its worker threads, where an exception fails the node: progress
+        # is never worth a failed build.
+        try:
+            self._hear(event)
+        except Exception:  # noqa: BLE001
+            self.report = None
+
+    def _hear(self, event: Any) -> None:
+        if event.info.name == "LogStartLine":
+            self.total = int(event.data.total) or self.total  # every node's start says it
+            return
+        if event.info.name != "NodeFinished":
+            return
+        node, result = event.data.node_info, event.data.run_result
+        self.seconds[node.unique_id] = float(result.execution_time)
+        if self.report is None:
+            return
+        rows = None
+        response = result.adapter_response
+        if response is not None and "rows_affected" in response:
+            affected = int(response["rows_affected"])
+            rows = affected if affected >= 0 else None  # -1 for a view
+        known = [uid for uid in self.seconds if uid in self.before]
+        left_s = None
+        if known and self.before:
+            # Scale the last build's remaining node times by how this build compares so far
+            # (other load on the server, threads running side by side).
+            pace = (time.monotonic() - self.started) / max(
+                sum(self.before[uid] for uid in known), 1e-3
+            )
+            left_s = pace * sum(t for uid, t in self.before.items() if uid not in self.seconds)
+        self.report(
+            NodeDone(
+                node.node_name,
+                node.resource_type,
+                str(result.status),
+                float(result.execution_time),
+                rows,
+                len(self.seconds),
+                self.total,
+                left_s,
+            )
+        )
+
+    def save(self) -> None:
+        if not self.seconds:
+            return
+        # An estimate only: a build whose times cannot be kept has still succeeded.
+        with contextlib.suppress(OSError):
+            self.times_path.write_text(json.dumps({**self.kept, self.selection: self.seconds}))
+
+
 def _summarise(result: Any, seconds: float, log_path: Path, secret: str | None) -> BuildSummary:
     models = passed = failed = skipped = 0
     failures: list[str] = []
@@ -256,12 +348,14 @@ def build(
     vars: dict[str, Any] | None = None,
     log_dir: Path | None = None,
     exclude: list[str] | None = None,
+    progress: Callable[[NodeDone], None] | None = None,
 ) -> BuildSummary:
     """Run `dbt build` (models, then their data and unit tests) against the database.
 
     select/exclude take dbt selectors (exclude=["resource_type:test",
     "resource_type:unit_test"] builds the models alone). Raises ModelBuildError naming the
-    failing models and tests; dbt's log is in log_dir.
+    failing models and tests; dbt's log is in log_dir. `progress` hears of each node as it
+    finishes (from dbt's threads).
     """
     if not (PROJECT_DIR / "dbt_project.yml").is_file():
         raise ConfigError("dbt project", str(PROJECT_DIR), "dbt_project.yml not found")
@@ -274,12 +368,15 @@ def build(
     # Imported here: loading dbt takes seconds, which other commands should not pay.
     from dbt.cli.main import dbtRunner
 
+    selection = json.dumps([sorted(select or []), sorted(exclude or []), full_refresh])
+    tracker = _Tracker(log_dir / _TIMES_FILE, selection, progress)
     started = time.monotonic()
     with _environment(env):
-        outcome = dbtRunner().invoke(
+        outcome = dbtRunner(callbacks=[tracker]).invoke(
             dbt_args("build", log_dir, select, full_refresh, vars, exclude)
         )
     seconds = time.monotonic() - started
+    tracker.save()
     if outcome.exception is not None:
         raise ModelBuildError(
             f"dbt could not run: {_scrub(str(outcome.exception), secret)}", log_path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -9,9 +10,40 @@ import yaml
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
-from tapelens.models import MARTS_SCHEMA, build
+from tapelens.models import MARTS_SCHEMA, NodeDone, build
 
 marts = BY_NAME["marts"]
+
+# A build that ends sooner than this prints no progress; after it, a line for each model (and for
+# each test that takes this long or fails).
+PROGRESS_AFTER_S = 5.0
+
+
+class _BuildProgress:
+    """One stderr line per finished model: rows, rows/s, nodes done and the time left as the
+    last build of the same selection suggests."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, node: NodeDone) -> None:
+        if time.monotonic() - self.started < PROGRESS_AFTER_S:
+            return
+        ok = node.status in ("success", "pass")
+        if node.kind != "model" and ok and node.seconds < PROGRESS_AFTER_S:
+            return
+        what = f"{node.name} {node.status}"
+        if node.rows is not None and node.kind == "model":
+            what += f", {node.rows:,} rows in {node.seconds:.1f} s"
+            if node.seconds >= 1:
+                what += f" ({node.rows / node.seconds:,.0f} rows/s)"
+        else:
+            what += f" in {node.seconds:.1f} s"
+        of = f" of {node.total}" if node.total else ""
+        left = ""
+        if node.left_s is not None and node.left_s >= 1:
+            left = f", about {int(node.left_s // 60)}:{int(node.left_s % 60):02d} left"
+        click.echo(f"marts build: {what}; {node.done}{of} nodes{left}", err=True)
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -76,6 +108,7 @@ def build_cmd(
         vars=_parse_vars(var_pairs) or None,
         log_dir=app.home / "dbt",
         exclude=list(exclude) or None,
+        progress=_BuildProgress(),
     )
     click.echo(
         f"models built: {summary.models_built}  tests passed: {summary.tests_passed}  "
