@@ -11,7 +11,7 @@ planner's ordering. Everything here is pure: frames and frozen options in, frame
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,10 +91,12 @@ def plan_recall(
     params_by_media: Mapping[str, ModelParams],
     options: PlanOptions,
     readable_by: Mapping[str, tuple[str, ...]] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> RecallPlan:
     """Plan the recall of `requests` (analysis.recall.requests frame) from `catalog` (live copies
     with their tape's media_type and tape_state; an avg_object_bytes column per copy's volume is
-    used when present, else estimated from the catalog)."""
+    used when present, else estimated from the catalog). `progress` hears each step as it ends."""
+    say = progress or (lambda _: None)
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     drives = options.drive_counts
     readable = set(readable_media(drives, readers)) & set(params_by_media)
@@ -102,9 +104,11 @@ def plan_recall(
     copies = _with_object_size(resolution.copies, catalog).with_columns(
         pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
     )
+    say(f"{resolution.wanted.height:,} files to read, {copies.height:,} copies to choose from")
     policy = Policy(options.sharing, "cheapest", options.exact_limit, options.objective)
     planned = recall(copies, resolution.wanted, params_by_media, drives, readers, policy)
     schedule, choice = planned.schedule, planned.choice
+    say(f"planned {schedule.tapes.height:,} mounts")
     assert choice is not None  # the cheapest-copy rule always reports its choice
     wanted = resolution.wanted
     baselines: dict[str, BaselineResult] = {}
@@ -116,6 +120,7 @@ def plan_recall(
         )
         direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
         baselines["fifo"] = direct.baseline()
+        say("replayed direct submission (the FIFO baseline)")
         assert planned.newest is not None  # the cheapest-copy rule schedules the newest too
         baselines["newest_copy"] = BaselineResult.of(planned.newest)
     requesters = requester_completion(resolution.demand, schedule.files)

@@ -268,13 +268,17 @@ def plan_from_database(
     requests: pl.DataFrame,
     options: PlanOptions,
     note: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[RecallPlan, dict[str, ModelParams]]:
     """Plan `requests` against the catalog, with the model parameters in use (calibrated where
-    a fit is stored, defaults elsewhere) and the site's media catalog."""
+    a fit is stored, defaults elsewhere) and the site's media catalog. `note` hears when byte
+    addresses had to be summed from the catalog; `progress`, each step as it ends."""
     catalog = load_catalog(conn, requests, note)
+    if progress is not None:
+        progress(f"read {catalog.height:,} copies from the database")
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     readers = params_store.readable_by(conn)
-    return plan_recall(requests, catalog, params, options, readers), params
+    return plan_recall(requests, catalog, params, options, readers, progress), params
 
 
 def save_plan(

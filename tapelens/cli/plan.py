@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
@@ -120,7 +121,11 @@ def recall(
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
         result, params = plan_store.plan_from_database(
-            conn, asked, options, note=lambda line: click.echo(f"tapelens: {line}", err=True)
+            conn,
+            asked,
+            options,
+            note=lambda line: click.echo(f"tapelens: {line}", err=True),
+            progress=_Steps(),
         )
         if save_name:
             replaced = plan_store.save_plan(conn, save_name, result, params)
@@ -139,6 +144,21 @@ def recall(
         click.echo(json.dumps(result.summary, indent=2))
     else:
         click.echo(plan_export.summary_text(result.summary), nl=False)
+
+
+class _Steps:
+    """Each step of a plan on stderr with the seconds since the command started, once it has
+    run a few seconds (a small plan prints no steps)."""
+
+    QUIET_S = 2.0
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, line: str) -> None:
+        elapsed = time.monotonic() - self.started
+        if elapsed >= self.QUIET_S:
+            click.echo(f"plan recall: {line} ({elapsed:.1f} s)", err=True)
 
 
 @plan.command("compare")
