@@ -28,19 +28,9 @@ from tapelens.db import connection
 from tapelens.errors import InputError
 
 
-class _Command(click.Group):
-    """A command without subcommands, registered the way the CLI registers top-level groups."""
-
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
-        return click.Command.collect_usage_pieces(self, ctx)
-
-
-@click.group(
-    "simulate",
-    cls=_Command,
-    invoke_without_command=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+# A plain command, not a group: a group would read everything after PLAN as a subcommand
+# ("No such command '--summary'").
+@click.command("simulate", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("plan", required=False, type=click.Path(dir_okay=False))
 @click.option("--requests", "requests_file", type=click.Path(), help="A request list instead.")
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), help="Default: planned with a PLAN.")

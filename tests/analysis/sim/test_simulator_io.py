@@ -127,12 +127,17 @@ def test_a_plan_file_simulates_close_to_its_prediction(catalog: str, tmp_path: P
     path = tmp_path / "plan.csv"
     columns = ["order", "drive", "volume", "position", "offset_bytes", "path", "size_bytes"]
     plan.select(*columns, "start_s", "end_s").write_csv(path)
-    result = CliRunner().invoke(cli, ["--dsn", catalog, "simulate", str(path)])
+    summary, plot = tmp_path / "summary.json", tmp_path / "occupancy.png"
+    # Options after PLAN, as README and --help show them.
+    argv = ["--dsn", catalog, "simulate", str(path), "--summary", str(summary), "--plot", str(plot)]
+    result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     assert printed["scheduler"] == "planned" and printed["mounts"] == 1
     assert printed["plan"]["ratio"] == pytest.approx(1.0, abs=1e-9)
     assert printed["makespan_s"] == pytest.approx(predicted.makespan_s, abs=1e-3)
+    assert json.loads(summary.read_text()) == printed
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plans_without_a_known_media_type_or_columns_are_refused(tmp_path: Path) -> None:
