@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -17,16 +19,32 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
     if frame.height == 0:
         ax.text(0.5, 0.5, "no data", ha="center", va="center")
     elif report == "gaps" and by in ("type", "period"):
-        for dtype, part in frame.sort("period").group_by("dataset_type", maintain_order=True):
+        # One x axis for every type, in time order: write months as dates (months without
+        # data keep their place), the cutover split as two places, before then after. Periods
+        # with no read-through file have no mean and are left out.
+        periods = period_order(frame["period"].unique().to_list())
+        months = by == "period" and all(_is_month(p) for p in periods)
+        at: dict[str, Any] = {
+            p: (datetime.strptime(p, "%Y-%m") if months else i) for i, p in enumerate(periods)
+        }
+        rank = {p: i for i, p in enumerate(periods)}
+        shown = frame.filter(pl.col("mu").is_not_null())
+        for dtype, part in shown.group_by("dataset_type", maintain_order=True):
+            part = part.sort(pl.col("period").replace_strict(rank, return_dtype=pl.Int64))
             ax.errorbar(
-                part["period"].to_list(),
+                [at[p] for p in part["period"].to_list()],
                 part["mu"].to_list(),
                 yerr=part["sem"].fill_null(0).to_list(),
                 marker="o",
-                capsize=3,
+                markersize=3,
+                lw=0.8,
+                capsize=2,
                 label=str(dtype[0]),
             )
-        ax.set_ylabel("mean read-through gap (posdiff)")
+        if not months:
+            ax.set_xticks(range(len(periods)), periods)
+        ax.set_xlabel("write month" if by == "period" else "written before / after the cutover")
+        ax.set_ylabel("mean read-through gap (posdiff), ± standard error")
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         ax.legend(fontsize=8)
         ax.tick_params(axis="x", rotation=60, labelsize=7)
@@ -73,6 +91,21 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def period_order(periods: list[str]) -> list[str]:
+    """Periods in time order: write months (YYYY-MM) sort as text; the cutover split is
+    "before" then "after"."""
+    rank = {"before": 0, "after": 1}
+    return sorted(periods, key=lambda p: (rank.get(p, -1), p))
+
+
+def _is_month(period: str) -> bool:
+    try:
+        datetime.strptime(period, "%Y-%m")
+    except ValueError:
+        return False
+    return True
 
 
 def _int(value: object, default: int) -> int:
