@@ -120,7 +120,9 @@ def _newest(live: pl.DataFrame, key: list[str]) -> pl.DataFrame:
 
 
 def _mounts(chosen: pl.DataFrame, name: str) -> pl.DataFrame:
-    return chosen.group_by("dataset").agg(pl.col("volume").n_unique().alias(name))
+    # Signed: retiring can cost mounts (a file's kept copy on a tape the dataset did not use),
+    # and an unsigned difference would wrap round to 4,294,967,295.
+    return chosen.group_by("dataset").agg(pl.col("volume").n_unique().cast(pl.Int64).alias(name))
 
 
 def _timed(

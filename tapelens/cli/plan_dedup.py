@@ -72,11 +72,13 @@ def dedup(
         drives = drives_for(drives, copies, readers)
     result = dedup_plan(copies, params, drives, readers)
     s = result.summary
+    saved = s["mounts_saved"]
+    change = f"save {saved}" if saved >= 0 else f"need {-saved} more"
     click.echo(
         f"{s['files_duplicated']} files duplicated: {s['copies_to_retire']} copies to retire"
         f" ({s['bytes_to_retire'] / 1e9:.1f} GB, {s['stray_copies']} stray),"
-        f" {s['files_review']} files to review; recalls of the {s['datasets']} datasets save"
-        f" {s['mounts_saved']} mounts ({s['mounts_now']} -> {s['mounts_after']})",
+        f" {s['files_review']} files to review; recalls of the {s['datasets']} datasets {change}"
+        f" mounts ({s['mounts_now']} -> {s['mounts_after']})",
         err=True,
     )
     frames = {"copies": result.copies, "datasets": result.datasets, "tapes": result.tapes}

@@ -109,6 +109,16 @@ def test_with_no_copy_beside_its_dataset_the_oldest_is_kept() -> None:
     assert verdict(out, "f", "A")["stray"]
 
 
+def test_retiring_can_cost_mounts_and_says_so_as_a_negative_saving() -> None:
+    # Both newest copies sit on A (one mount now); the oldest, which are kept, on B and C.
+    rows = [copy("f", "A", 1, day=3), copy("f", "B", 1, day=1)]
+    rows += [copy("g", "A", 2, day=3), copy("g", "C", 1, day=1)]
+    plan = dedup_plan(frame(rows), PARAMS, DRIVES, READERS)
+    (row,) = plan.datasets.to_dicts()
+    assert (row["mounts_now"], row["mounts_after"], row["mounts_saved"]) == (1, 2, -1)
+    assert plan.summary["mounts_saved"] == -1
+
+
 def test_a_copy_on_a_readable_tape_beats_an_older_one_on_a_disabled_tape() -> None:
     rows = tape("A", "a", 3, tape_state="disabled") + tape("B", "b", 3)
     rows += [copy("f", "A", 1, day=0, tape_state="disabled"), copy("f", "B", 1, day=9)]
