@@ -2,10 +2,12 @@
 
 Now: the recall of the dataset's files as `plan recall` would make it, through the same engine
 (engine.py): the cheapest copies, each tape read in one pass, the tapes shared out on all the
-given drives as if the dataset were recalled alone. Ideal: the chosen copies' objects adjacent
-(gap 1) from the start of the fewest tapes of the dataset's main media type, filled to
-capacity, recalled the same way. The difference is the cost of the placement. Pure: frames and
-parameters in, one row per dataset out.
+given drives as if the dataset were recalled alone. Ideal: the faster of two layouts of the
+chosen copies' objects, recalled the same way: adjacent (gap 1) from the start of the fewest
+tapes of the dataset's main media type, filled to capacity ("packed"); or adjacent from the
+start of each tape they are on now ("own tapes", which wins when several drives read today's
+tapes side by side). The difference is the cost of the placement. Pure: frames and parameters
+in, one row per dataset out.
 """
 
 from __future__ import annotations
@@ -123,6 +125,36 @@ def ideal_placement(
     )
 
 
+def adjacent_on_own_tapes(files: pl.DataFrame) -> pl.DataFrame:
+    """The files of each dataset left on the tapes they are on, each tape's share packed
+    adjacently from its start (same objects, same order, gap 1): today's tapes without the
+    gaps. With several drives this can beat packing onto the fewest tapes, which reads one
+    tape where today's placement reads several at once."""
+    size = pl.col("size_bytes")
+    tape = ["dataset", "volume"]
+    new_object = pl.col("position").ne_missing(pl.col("position").shift(1)).over(tape) | (
+        pl.int_range(pl.len()).over(tape) == 0
+    )
+    before = (size.cum_sum() - size).over(tape)
+    return (
+        files.sort("dataset", "volume", "position", "offset_bytes", nulls_last=False)
+        .with_columns(new_object.alias("_new"), before.alias("_before"))
+        .with_columns(
+            pl.col("_new").cum_sum().over(tape).alias("_pos"),
+            pl.when("_new").then(pl.col("_before")).forward_fill().over(tape).alias("_obj_at"),
+        )
+        .select(
+            "dataset",
+            "volume",
+            "media_type",
+            pl.col("_pos").cast(pl.Int64).alias("position"),
+            (pl.col("_before") - pl.col("_obj_at")).alias("offset_bytes"),
+            "size_bytes",
+            pl.col("_before").alias("start_bytes"),
+        )
+    )
+
+
 def recall_per_dataset(
     files: pl.DataFrame,
     drives: Mapping[str, int],
@@ -224,8 +256,21 @@ def predict_datasets(
         on="dataset",
         how="left",
     )
-    ideal, _ = _recall(
+    packed, _ = _recall(
         ideal_placement(read, params_by_media), drives, params_by_media, readable_by, sharing
+    )
+    own, _ = _recall(adjacent_on_own_tapes(read), drives, params_by_media, readable_by, sharing)
+    # The ideal is the faster of the two layouts, so that no dataset's placement shows a
+    # negative cost merely because packing it onto fewer tapes serialises its reads.
+    ideal = (
+        pl.concat(
+            [
+                packed.with_columns(layout=pl.lit("packed")),
+                own.with_columns(layout=pl.lit("own tapes")),
+            ]
+        )
+        .sort("dataset", pl.col("s").fill_null(float("inf")), "layout")
+        .unique("dataset", keep="first", maintain_order=True)
     )
     return (
         summary.join(_prefixed(now, "now"), on="dataset", how="left")

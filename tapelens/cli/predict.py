@@ -45,9 +45,11 @@ def datasets(
 ) -> None:
     """Predicted recall time and rate of each dataset now, and with ideal placement.
 
-    Ideal placement packs the dataset's files adjacently (gap 1) onto the fewest tapes of its
-    main media type; placement_cost_s is the difference, slowdown the ratio. Each dataset is
-    predicted as a recall of its own on the given drives.
+    Ideal placement is the faster of two layouts (ideal_layout): the dataset's files adjacent
+    (gap 1) on the fewest tapes of its main media type ("packed"), or adjacent from the start of
+    each tape they are on now ("own tapes"). placement_cost_s is the difference (never
+    negative), slowdown the ratio. Each dataset is predicted as a recall of its own on the
+    given drives.
 
     \b
     Example:
