@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,26 @@ def rng_for(seed: int, stream: int) -> np.random.Generator:
 
 def generate(out_dir: Path, params: SiteParams, progress: Progress | None = None) -> GeneratedSite:
     """Generate a synthetic site in out_dir: native catalogs, tape inventory, generic CSV,
-    the operations logs when available, ground truth and manifest.json."""
+    the operations logs when available, ground truth and manifest.json.
+
+    The site is written into a hidden folder beside out_dir and moved into place only once it
+    is whole: a run that fails or is interrupted leaves out_dir as it was (empty, absent, or the
+    site of an earlier run), never a half site."""
+    out_dir = Path(out_dir)
+    _check_target(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        site = _generate_into(work, params, progress)
+        _move_into_place(work, out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return replace(site, out_dir=out_dir, manifest=out_dir / MANIFEST)
+
+
+def _generate_into(out_dir: Path, params: SiteParams, progress: Progress | None) -> GeneratedSite:
     say = progress or no_progress
     started = time.monotonic()
-    out_dir = Path(out_dir)
-    _prepare(out_dir)
     p = params
     timeline = Timeline.between(p.start, p.end, p.growth_per_year)
 
@@ -177,18 +193,25 @@ def _volume_order_pass(
     return main, alternates
 
 
-def _prepare(out_dir: Path) -> None:
-    """An empty directory, or one holding a generated site (which is replaced)."""
+def _check_target(out_dir: Path) -> None:
+    """out_dir must be absent, empty, or hold a generated site (which a new run replaces)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir}: exists and is not a directory")
-    if out_dir.is_dir() and any(out_dir.iterdir()):
-        if not (out_dir / MANIFEST).is_file():
-            raise InputError(
-                f"{out_dir}: not empty and holds no generated site ({MANIFEST}); "
-                "choose an empty or new directory"
-            )
-        for name in OWNED:
-            if (out_dir / name).is_dir():
-                shutil.rmtree(out_dir / name)
-        (out_dir / MANIFEST).unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file():
+        raise InputError(
+            f"{out_dir}: not empty and holds no generated site ({MANIFEST}); "
+            "choose an empty or new directory"
+        )
+
+
+def _move_into_place(work: Path, out_dir: Path) -> None:
+    """Replace out_dir's generated parts by the whole new site in `work` (same file system:
+    each move is a rename). Files of the user's own in out_dir stay."""
+    out_dir.mkdir(exist_ok=True)
+    for name in OWNED:
+        if (out_dir / name).is_dir():
+            shutil.rmtree(out_dir / name)
+    (out_dir / MANIFEST).unlink(missing_ok=True)
+    # The manifest last: a directory with a manifest holds a whole site.
+    for entry in sorted(work.iterdir(), key=lambda e: e.name == MANIFEST):
+        entry.rename(out_dir / entry.name)

@@ -192,3 +192,28 @@ def test_dataset_tape_gaps_add_up(bnl_site: Path) -> None:
     datasets = pl.read_parquet(bnl_site / "truth" / "datasets.parquet")
     assert datasets["tapes"].max() >= 3 * datasets["tapes"].median()
     assert (bnl_site / "truth" / "README.md").read_text().count(".parquet") >= 6
+
+
+def test_an_interrupted_run_leaves_no_half_site(tmp_path: Path) -> None:
+    params = site_params("bnl", files=2_000, seed=5)
+
+    def interrupt(stage: str, done: int, total: int) -> None:
+        if stage == "catalogs":
+            raise KeyboardInterrupt
+
+    fresh = tmp_path / "fresh"
+    with pytest.raises(KeyboardInterrupt):
+        generate(fresh, params, interrupt)
+    assert not fresh.exists()
+    assert list(tmp_path.iterdir()) == []  # nothing written aside is left either
+
+    # Over an earlier site, an interrupted run keeps that site whole.
+    earlier = tmp_path / "earlier"
+    site = generate(earlier, params)
+    assert site.out_dir == earlier and site.manifest == earlier / "manifest.json"
+    before = {f: f.read_bytes() for f in earlier.rglob("*") if f.is_file()}
+    with pytest.raises(KeyboardInterrupt):
+        generate(earlier, site_params("bnl", files=2_000, seed=6), interrupt)
+    assert {f: f.read_bytes() for f in earlier.rglob("*") if f.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
+    assert set(site.outputs) == {str(f.relative_to(earlier)) for f in before}
