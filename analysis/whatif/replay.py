@@ -270,6 +270,38 @@ def _collocated(params: WhatIfParams, a: ww.Arrivals, drives: np.ndarray) -> ww.
     )
 
 
+# Pointed out when at least this share of the datasets arrive over longer than the window.
+SPLIT_SHARE = 0.25
+
+
+def arrival_note(stream: pl.DataFrame, params: WhatIfParams) -> str | None:
+    """A warning when many datasets arrive over longer than the sort window: a sorted
+    migration can only group the files that wait together, so those datasets are split over
+    several migrations with other datasets' files in between, and the replayed gap measures the
+    window rather than the sort. None when few do."""
+    if stream.height == 0 or params.policy == "collocate":
+        return None
+    spans = (
+        stream.select("dataset", seconds_of(stream, "arrived_at").alias("_t"))
+        .group_by("dataset")
+        .agg((pl.col("_t").max() - pl.col("_t").min()).alias("span"))
+    )
+    longer = spans.filter(pl.col("span") > params.window_s).height
+    if longer < SPLIT_SHARE * spans.height:
+        return None
+    window = (
+        f"{params.window_s / 3600:g} h"
+        if params.window_s < 86_400 * 2
+        else (f"{params.window_s / 86_400:g} d")
+    )
+    return (
+        f"{longer:,} of {spans.height:,} datasets arrive over longer than the sort window"
+        f" ({window}): a sorted migration groups only the files that wait together, so their"
+        " replayed gaps show the window as much as the sort; give --sort-window and"
+        " --batch-bytes as the site migrates"
+    )
+
+
 def replay(stream: pl.DataFrame, params: WhatIfParams) -> pl.DataFrame:
     """Where each file of the write stream lands under the policy.
 

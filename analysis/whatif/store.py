@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.throughput import store as params_store
-from tapelens.analysis.whatif.replay import Progress, WhatIfParams, compare
+from tapelens.analysis.whatif.replay import Progress, WhatIfParams, arrival_note, compare
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
 from tapelens.errors import InputError
 from tapelens.frames import copy_frame
@@ -189,6 +189,9 @@ def whatif_from_catalog(
         f"aggregates {'on' if aggregate else 'off'}"
     )
     params = replace(params, media=schedule, aggregate=aggregate)
+    note = arrival_note(stream, replace(params, policy="sorted-by-directory"))
+    if note is not None and "sorted-by-directory" in policies:
+        say(f"note: {note}")
     recall = None
     if options.recall:
         present = set(copies["media_type"].unique().drop_nulls().to_list())

@@ -109,6 +109,8 @@ def placement(
     migration runs when the oldest waiting file has waited the sort window (or the cache holds
     --batch-bytes); fifo writes it in arrival order, sorted-by-directory by directory and file
     name, collocate writes each dataset whole once complete. Collocate ignores --switch-at.
+    Give the site's own migration policy: a sort groups only the files that wait together, so
+    with a window far shorter than the datasets' arrival the sorted replay nears FIFO.
 
     \b
     Example:
