@@ -75,8 +75,11 @@ def generate(out_dir: Path, params: SiteParams, progress: Progress | None = None
     site of an earlier run), never a half site."""
     out_dir = Path(out_dir)
     _check_target(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    except OSError as exc:
+        raise InputError(f"{out_dir}: cannot be created ({exc.strerror or exc})") from None
     try:
         site = _generate_into(work, params, progress)
         _move_into_place(work, out_dir)

@@ -10,6 +10,7 @@ import click
 import polars as pl
 
 from tapelens.db import connection
+from tapelens.errors import ServerError
 from tapelens.ingest.migrations import migrate
 from tapelens.server import Server, server_for, start
 from tapelens.settings import default_home
@@ -38,12 +39,20 @@ class App:
     def server(self) -> Server:
         return server_for(self.home, self.pg_bin, self.pg_user)
 
-    def dsn(self) -> str:
-        """The database every command uses: --dsn/TAPELENS_DSN, else the embedded server,
-        started (and migrated) on first use."""
+    def dsn(self, create: bool = False) -> str:
+        """The database every command uses: --dsn/TAPELENS_DSN, else the embedded server of
+        the home directory, started (and migrated) when it is stopped. A home without a server
+        is an error naming the command that makes one: a fresh, empty server started by a
+        mistyped home would answer every question with nothing. `create`: the command makes
+        one (`demo run`)."""
         if self.dsn_option:
             return self.dsn_option
         server = self.server()
+        if not create and not server.initialised():
+            raise ServerError(
+                f"no tapelens server in {server.home}; start one with `tapelens db up`"
+                " (or point tapelens at a database with --dsn or TAPELENS_DSN)"
+            )
         if not server.running():
             click.echo(f"tapelens: starting the embedded server in {server.home}", err=True)
             dsn = start(server)

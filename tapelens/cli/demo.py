@@ -44,7 +44,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     Example:
         tapelens demo run --files 50000
     """
-    dsn = app.dsn()
+    dsn = app.dsn(create=True)
     site = Path(out) if out else app.home / "demo" / f"{profile}-{files}-{seed}"
     common = [] if app.embedded else ["--dsn", dsn]
     _step(

@@ -95,3 +95,14 @@ def test_db_migrate_and_status_on_a_given_dsn(dsn: str) -> None:
 )
 def test_redact_drops_passwords(dsn: str, shown: str) -> None:
     assert redact(dsn) == shown
+
+
+def test_a_home_without_a_server_is_an_error_not_a_fresh_server(tmp_path: Path) -> None:
+    home = tmp_path / "typo"
+    result = run("report", "gaps", env={"TAPELENS_HOME": str(home)})
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"tapelens: error: no tapelens server in {home}; start one with `tapelens db up`"
+        " (or point tapelens at a database with --dsn or TAPELENS_DSN)"
+    )
+    assert not (home / "pgdata").exists() and not any(home.rglob("PG_VERSION"))
