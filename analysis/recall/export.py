@@ -71,6 +71,32 @@ def write_summary(summary: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def nothing_to_recall(plan: RecallPlan) -> str:
+    """Why a plan reads no file, in one line: the requests the catalog does not know (by
+    cause) and the files without a readable copy (by reason)."""
+    parts = []
+    missing = plan.not_found
+    if missing.height:
+        causes = (
+            missing.group_by(
+                pl.col("cause").str.replace(r" \(.*\)$", "")
+                if "cause" in missing.columns
+                else pl.lit("not in the catalog").alias("cause")
+            )
+            .len()
+            .sort("len", "cause", descending=[True, False])
+        )
+        why = ", ".join(f"{n:,} {c}" for c, n in causes.iter_rows())
+        parts.append(f"{missing.height:,} requests name no live file ({why})")
+    lost = plan.unavailable
+    if lost.height:
+        reasons = lost.group_by("reason").len().sort("len", "reason", descending=[True, False])
+        why = ", ".join(f"{r}: {n:,}" for r, n in reasons.head(3).iter_rows())
+        parts.append(f"{lost.height:,} files have no readable copy ({why})")
+    drives = ", ".join(f"{d}:{n}" for d, n in plan.summary["drives"].items())
+    return f"nothing to recall on drives {drives}: " + "; ".join(parts or ["no file requested"])
+
+
 def write_problems(plan: RecallPlan, directory: Path, stem: str = "") -> list[Path]:
     """not_found (requests the catalog does not know) and unavailable (files without a readable
     copy) next to the plan, only when there are any."""
@@ -78,8 +104,9 @@ def write_problems(plan: RecallPlan, directory: Path, stem: str = "") -> list[Pa
     prefix = f"{stem}." if stem else ""
     if plan.not_found.height:
         target = directory / f"{prefix}not_found.csv"
+        cause = ["cause"] if "cause" in plan.not_found.columns else []
         plan.not_found.select(
-            pl.col("line_no").alias("line"), "kind", "key", "requester"
+            pl.col("line_no").alias("line"), "kind", "key", "requester", *cause
         ).write_csv(target)
         written.append(target)
     if plan.unavailable.height:

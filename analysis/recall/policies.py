@@ -49,6 +49,12 @@ class Sharing:
             raise InputError("--requester-limit must be at least 1")
         if any(w <= 0 for _, w in self.group_weights):
             raise InputError("group weights must be positive")
+        if self.policy == "weighted" and not self.group_weights:
+            # Without weights every group would weigh the same: that is --policy group.
+            raise InputError(
+                "--policy weighted needs --group-weights G=W,... (each group's share of the"
+                " drives); for equal shares use --policy group"
+            )
 
     @property
     def by_requester(self) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tapelens.errors import ParseError
+from tapelens.errors import InputError, ParseError
 from tapelens.tape_states import NOT_RECALLABLE
 from tapelens.textfiles import LineReader
 
@@ -73,7 +73,13 @@ def read_requests(path: str | Path) -> pl.DataFrame:
     if reader.encoding_rejects:
         bad = reader.encoding_rejects[0]
         raise ParseError(path, bad.line_no, bad.reason)
-    return parse_requests(lines, str(path))
+    requests = parse_requests(lines, str(path))
+    if requests.height == 0:
+        raise InputError(
+            f"{path}: no requests (the file is empty or holds only blank lines, comments or a"
+            " header); expected one path a line, or a CSV naming path, file_id or dataset"
+        )
+    return requests
 
 
 def parse_requests(lines: list[str], name: str = "<requests>") -> pl.DataFrame:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -278,7 +278,40 @@ def plan_from_database(
         progress(f"read {catalog.height:,} copies from the database")
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     readers = params_store.readable_by(conn)
-    return plan_recall(requests, catalog, params, options, readers, progress), params
+    plan = plan_recall(requests, catalog, params, options, readers, progress)
+    return with_not_found_causes(conn, plan), params
+
+
+def with_not_found_causes(conn: psycopg.Connection, plan: RecallPlan) -> RecallPlan:
+    """The plan with a `cause` for each request the live catalog does not know: removed from
+    the catalog (with the date of the newest removal), or never in it."""
+    missing = plan.not_found
+    if missing.height == 0:
+        return plan
+    removed: list[tuple[str, str, Any]] = []
+    try:
+        for kind in ("path", "file_id", "dataset"):
+            keys = missing.filter(pl.col("kind") == kind)["key"].unique().to_list()
+            if not keys:
+                continue
+            query = sql.SQL(
+                "select k.key, max(f.removed_at) from unnest(%s::text[]) as k(key)"
+                " join tapelens.tape_files f on f.{} = k.key"
+                " where f.removed_at is not null group by k.key"
+            ).format(sql.Identifier(kind))
+            removed += [(kind, key, at) for key, at in conn.execute(query, [keys]).fetchall()]
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    when = pl.DataFrame(
+        [(kind, key, f"removed from the catalog ({at:%Y-%m-%d})") for kind, key, at in removed],
+        schema={"kind": pl.String, "key": pl.String, "cause": pl.String},
+        orient="row",
+    )
+    caused = missing.join(when, on=["kind", "key"], how="left").with_columns(
+        pl.col("cause").fill_null("not in the catalog")
+    )
+    resolution = replace(plan.resolution, not_found=caused)
+    return replace(plan, resolution=resolution)
 
 
 def save_plan(

@@ -24,6 +24,7 @@ from tapelens.analysis.recall.requests import read_requests
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.db import connection
+from tapelens.errors import InputError
 
 plan = BY_NAME["plan"]
 
@@ -36,7 +37,11 @@ plan = BY_NAME["plan"]
     type=click.Choice(POLICIES),
     default=DEFAULT_POLICY,
     show_default=True,
-    help="How drives are shared between requests, requesters and groups.",
+    help="Which waiting tape a free drive takes: fifo, the tape of the earliest request;"
+    " by-demand, the tape with the most requested bytes; time-slider, the tape of the oldest"
+    " request (higher priority first), with every other request on it; equal, the requester"
+    " with the fewest drives busy for it; group, likewise between groups; weighted, groups in"
+    " proportion to --group-weights.",
 )
 @click.option(
     "--max-drives-per-group", type=click.IntRange(min=1), help="Drives one group may hold."
@@ -44,7 +49,11 @@ plan = BY_NAME["plan"]
 @click.option(
     "--requester-limit", type=click.IntRange(min=1), help="Files one requester may have in flight."
 )
-@click.option("--group-weights", metavar="G=W,...", help="Weights for --policy weighted.")
+@click.option(
+    "--group-weights",
+    metavar="G=W,...",
+    help="Each group's share of the drives, for --policy weighted (required there).",
+)
 @click.option(
     "--objective",
     type=click.Choice(OBJECTIVES),
@@ -130,6 +139,8 @@ def recall(
         if save_name:
             replaced = plan_store.save_plan(conn, save_name, result, params)
             click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)
+    if result.summary["files"] == 0:
+        raise InputError(plan_export.nothing_to_recall(result))
     to_stdout = summary_file == "-"
     written = plan_export.write_outputs(
         result,

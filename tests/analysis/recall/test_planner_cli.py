@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import parse_requests
 from tapelens.cli import cli
-from tapelens.errors import InputError
+from tapelens.errors import InputError, TapelensError
 
 GB = 1_000_000_000
 
@@ -217,3 +217,47 @@ def test_copies_are_found_whether_their_file_id_is_their_path_or_not(site: str) 
         )
         assert sorted(found["volume"].to_list()) == ["A1", "S1"]
         assert set(found["file_id"]) == {"a2"}
+
+
+def test_requests_that_cannot_be_planned_are_errors_with_their_cause(
+    site: str, tmp_path: Path
+) -> None:
+    with psycopg.connect(site) as conn:
+        conn.execute(
+            "update tapelens.tape_files set removed_at = '2024-05-06 07:00+00'"
+            " where path = '/store/X/x0'"
+        )
+    runner = CliRunner()
+
+    def plan(text: str, *more: str) -> tuple[int, str]:
+        asked = tmp_path / "asked.txt"
+        asked.write_text(text)
+        argv = ["--dsn", site, "plan", "recall", str(asked), "--drives", "LTO8:2", *more]
+        result = runner.invoke(cli, argv)
+        if result.exception is None:
+            return 0, result.output
+        # An expected failure is a TapelensError: the command line prints it as one line.
+        assert isinstance(result.exception, TapelensError), result.exception
+        return 1, str(result.exception)
+
+    code, said = plan("# nothing but a comment\n")
+    assert code != 0 and "no requests (the file is empty" in said
+    code, said = plan("/store/D/a1\n", "--policy", "weighted")
+    assert code != 0 and "--policy weighted needs --group-weights" in said
+    code, said = plan("/store/X/x0\n/store/nope\n")
+    assert code != 0 and said.endswith(
+        "nothing to recall on drives LTO-8:2: 2 requests name no live file"
+        " (1 not in the catalog, 1 removed from the catalog)"
+    )
+    code, said = plan("/store/D/a1\n", "--drives", "LTO6:1")
+    assert code != 0 and "1 files have no readable copy (no drive reads LTO-8: 1)" in said
+
+    # With something to read, the plan goes ahead and lists each miss with its cause.
+    out = tmp_path / "plan.csv"
+    code, said = plan("/store/D/a1\n/store/X/x0\n/store/nope\n", "-o", str(out))
+    assert code == 0, said
+    missing = pl.read_csv(tmp_path / "plan.not_found.csv")
+    assert missing.select("key", "cause").rows() == [
+        ("/store/X/x0", "removed from the catalog (2024-05-06)"),
+        ("/store/nope", "not in the catalog"),
+    ]
