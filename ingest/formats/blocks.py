@@ -271,3 +271,29 @@ def materialised(path: str | Path) -> Iterator[Path]:
         shutil.copyfileobj(sys.stdin.buffer, tmp)
         tmp.flush()
         yield Path(tmp.name)
+
+
+def line_series(block: Block) -> tuple[pl.Series, list[Reject]]:
+    """The block's lines as a String Series named "raw" (terminators removed), undecodable
+    ones replaced by REFUSED with their rejects, as split_lines gives them.
+
+    A plain block is split by Polars' reader (no Python string per line); the separator is
+    NUL, which fast_path_ok has ruled out, so each line is one field.
+    """
+    if block.data and fast_path_ok(block):
+        try:
+            frame = pl.read_csv(
+                block.data,
+                separator="\x00",
+                has_header=False,
+                quote_char=None,
+                schema={"raw": pl.String()},
+                empty_string_is_null=False,
+                raise_if_empty=False,
+            )
+        except Exception:  # any reader trouble: split in Python below
+            frame = None
+        if frame is not None:
+            return frame.to_series().fill_null(""), []
+    lines, rejects = split_lines(block)
+    return pl.Series("raw", lines, dtype=pl.String), rejects

@@ -7,6 +7,8 @@ are taken to belong to it. Identity (contract): volume as given, file_id = path 
 FILE_NAME, copy_id = OBJECT_ID, copy_no 1, written_at = ARCHIVE_DATE of the object (a row whose
 object has no archive row is refused). Position: see tsm_ranks.py. Only segment 1 of a file that
 spans volumes gives a row; later segments are skipped, counted, but take their rank.
+Dumps run to millions of lines: runs of plain lines are read a block at a time with Polars
+(tsm_contents_blocks.py), the other lines one by one in their place, with the same outcome.
 """
 
 from __future__ import annotations
@@ -20,9 +22,27 @@ import polars as pl
 
 from tapelens.errors import ConfigError, ParseError
 from tapelens.ingest.canonical import conform_with_lines
-from tapelens.ingest.formats.base import Batch, LineReader, ParseOptions
-from tapelens.ingest.formats.fields import is_message, micros, parse_count, parse_iso_utc, quote
-from tapelens.ingest.formats.linewise import Lines, refuse, run
+from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject
+from tapelens.ingest.formats.blocks import REFUSED, BlockReader, block_bytes_for, line_series
+from tapelens.ingest.formats.fields import (
+    batches,
+    check_strict,
+    is_message,
+    micros,
+    parse_count,
+    parse_iso_utc,
+    quote,
+)
+from tapelens.ingest.formats.linewise import Lines, refuse
+from tapelens.ingest.formats.tsm_contents_blocks import (
+    NEUTRAL,
+    ODD,
+    OK,
+    SKIP,
+    archive_lines,
+    contents_lines,
+    line_kinds,
+)
 from tapelens.ingest.formats.tsm_ranks import VolumeRanks, aggregated, fraction
 
 KIND = "catalog"
@@ -55,6 +75,9 @@ REQUIRED = (
 ARCHIVE_COLUMNS = ("NODE_NAME", "FILESPACE_NAME", "HL_NAME", "LL_NAME", "OBJECT_ID", "ARCHIVE_DATE")
 # What a kept line carries to the batch's end, where the archive dates are joined.
 KEPT = ("volume", "path", "size_bytes", "position", "offset_bytes", "object")
+# A block with more lines the block reading leaves to the line-by-line path than this is read
+# line by line whole: its runs of plain lines would be too short to gain.
+MAX_ODD_LINES = 16
 KEPT_TYPES: dict[str, pl.DataType] = {
     "size_bytes": pl.Int64(),
     "position": pl.Int64(),
@@ -65,6 +88,15 @@ KEPT_TYPES: dict[str, pl.DataType] = {
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Parse a contents dump; options.extra["archives"] names the archives export (required)."""
+    return _parse(path, options, by_blocks=True)
+
+
+def parse_by_line(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
+    """`parse` with every line read one by one: the reference the block reading must equal."""
+    return _parse(path, options, by_blocks=False)
+
+
+def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator[Batch]:
     archives_path = options.extra.get("archives")
     if not archives_path:
         raise ConfigError(
@@ -72,14 +104,36 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             "the command line and the manifest options (archives)",
             "tsm-contents needs the archives table export (object write dates)",
         )
-    archives = Archives.read(archives_path, strict=options.strict)
+    archives = Archives.read(archives_path, strict=options.strict, by_blocks=by_blocks)
     state = _State(options, str(path))
-
-    def finish(lines: Lines) -> pl.DataFrame:
-        frame = archives.join(lines.frame(KEPT_TYPES), lines)
-        return rows(frame, options.source, pl.col("object").cast(pl.String))
-
-    yield from run(path, options, KEPT, state.handle, finish)
+    name = str(path)
+    with BlockReader(path) as reader:
+        reader.name = name
+        done = False
+        for block in reader.blocks(block_bytes_for(options.batch_rows)):
+            raw, refused = line_series(block)
+            reader.advance(raw.len())
+            lines = Lines(KEPT)
+            lines.rejects += refused
+            kept = state.block(raw, block.first_line_no, lines, by_blocks)
+            frame = rows(
+                archives.join(kept, lines), options.source, pl.col("object").cast(pl.String)
+            )
+            rejects = sorted(lines.rejects, key=lambda r: r.line_no)
+            check_strict(name, options.strict, rejects)
+            for batch in batches(
+                frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
+            ):
+                done = True
+                yield batch
+        if not done:  # an empty input still gives one (empty) batch
+            empty = Lines(KEPT)
+            frame = rows(
+                archives.join(empty.frame(KEPT_TYPES), empty),
+                options.source,
+                pl.col("object").cast(pl.String),
+            )
+            yield Batch(frame, [], 0, reader.bytes_read)
 
 
 def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:
@@ -111,6 +165,55 @@ class _State:
         if options.columns:
             self.columns = _column_map([c.strip().upper() for c in options.columns])
         self.ranks = VolumeRanks()
+
+    def block(self, raw: pl.Series, first_no: int, out: Lines, by_blocks: bool) -> pl.DataFrame:
+        """The kept lines of a block (line_no, raw and KEPT, in line order); refused and skipped
+        lines go to `out`. Runs of plain lines are read at once; the lines between them, and
+        every line when not `by_blocks`, one by one in their place (ranks carry across)."""
+        found = line_kinds(raw, first_no) if by_blocks else None
+        if found is not None:
+            kinds = contents_lines(found, self.columns or _DEFAULT)
+            if kinds["kind"].eq(ODD).sum() > MAX_ODD_LINES:  # runs too short to gain
+                found = None
+        if found is None:
+            for no, text in enumerate(raw.to_list(), first_no):
+                if text != REFUSED:
+                    self.handle(no, text, out)
+            return out.frame(KEPT_TYPES)
+        runs: list[pl.DataFrame] = []
+        start, n = 0, raw.len()
+        while True:
+            odd = kinds["kind"].slice(start).eq(ODD).arg_true()
+            end = start + int(odd[0]) if odd.len() else n
+            run = kinds.slice(start, end - start)
+            # Lines refused or skipped before they take a rank: read here, out of turn.
+            for no, text in run.filter(pl.col("kind") == NEUTRAL).select("line_no", "raw").rows():
+                self.handle(no, text, out)
+            runs.append(self._run(run, out))
+            if end == n:
+                break
+            columns = self.columns
+            self.handle(first_no + end, raw[end], out)
+            start = end + 1
+            if self.columns is not columns and start < n:
+                # A header line: the lines after it are read under its columns.
+                rest = contents_lines(found.slice(start), self.columns or _DEFAULT)
+                kinds = pl.concat([kinds.slice(0, start), rest])
+        if out.rows:
+            runs.append(out.frame(KEPT_TYPES).select(runs[0].columns))
+            return pl.concat(runs).sort("line_no")
+        return pl.concat(runs)
+
+    def _run(self, run: pl.DataFrame, out: Lines) -> pl.DataFrame:
+        """The kept lines of a run of OK and SKIP lines, placed on their volumes."""
+        out.skipped += int(run["kind"].eq(SKIP).sum())
+        listed = run.filter(pl.col("kind") == OK)
+        placed = self.ranks.place_all(
+            listed.select("volume", "member_i", "member_n", "size_bytes", "occupies")
+        )
+        listed = pl.concat([listed, placed], how="horizontal")
+        out.skipped += int(listed["occupies"].sum())
+        return listed.filter(~pl.col("occupies")).select("line_no", "raw", *KEPT)
 
     def handle(self, no: int, text: str, out: Lines) -> None:
         if not text.strip() or is_message(text):
@@ -227,31 +330,23 @@ class Archives:
         self.ids, self.dates_us = ids[first], dates[first]
 
     @classmethod
-    def read(cls, path: str | Path, strict: bool = False) -> Archives:
-        ids: list[int] = []
-        dates: list[int] = []
-        columns: dict[str, int] | None = None
-        with LineReader(path) as reader:
-            for line in reader:
-                text = line.text
-                if not text.strip() or is_message(text):
-                    continue
-                names = [f.strip().upper() for f in text.split(",")]
-                if "OBJECT_ID" in names and "ARCHIVE_DATE" in names:
-                    columns = {n: i for i, n in enumerate(names)}
-                    continue
-                c = columns or {n: i for i, n in enumerate(ARCHIVE_COLUMNS)}
-                found = _archive_fields(text, c)
-                if isinstance(found, str):
-                    if strict:
-                        raise ParseError(reader.name, line.no, found)
-                    continue
-                ids.append(found[0])
-                dates.append(found[1])
-            if strict and reader.encoding_rejects:
-                first = reader.encoding_rejects[0]
-                raise ParseError(reader.name, first.line_no, first.reason)
-        return cls(np.array(ids, dtype=np.int64), np.array(dates, dtype=np.int64))
+    def read(cls, path: str | Path, strict: bool = False, by_blocks: bool = True) -> Archives:
+        """The export's dates; a line without an id and a date is passed over (strict: raises).
+        Plain lines are read a block at a time, the others one by one in their place."""
+        found: list[pl.DataFrame] = []
+        reading = _ArchiveLines(strict, by_blocks)
+        with BlockReader(path) as reader:
+            reading.name = reader.name
+            for block in reader.blocks(block_bytes_for(BATCH_ROWS)):
+                raw, refused = line_series(block)
+                reader.advance(raw.len())
+                reading.refused += refused
+                found += reading.block(raw, block.first_line_no)
+        if strict and reading.refused:
+            first = reading.refused[0]
+            raise ParseError(reading.name, first.line_no, first.reason)
+        dates = pl.concat([*found, reading.one_by_one()]).sort("line_no")
+        return cls(dates["object"].to_numpy(), dates["date_us"].to_numpy())
 
     def join(self, frame: pl.DataFrame, lines: Lines) -> pl.DataFrame:
         """written_at from the archive dates; rows whose object has none are refused."""
@@ -276,6 +371,74 @@ class Archives:
             ],
             lines,
         )
+
+
+_ARCHIVE_DEFAULT = {n: i for i, n in enumerate(ARCHIVE_COLUMNS)}
+_DATES = {"line_no": pl.Int64, "object": pl.Int64, "date_us": pl.Int64}
+
+
+class _ArchiveLines:
+    """The reading of an archives export: its columns (from a header line) and the lines read
+    one by one."""
+
+    def __init__(self, strict: bool, by_blocks: bool) -> None:
+        self.strict, self.by_blocks = strict, by_blocks
+        self.name = ""
+        self.columns: dict[str, int] | None = None
+        self.refused: list[Reject] = []
+        self.found: list[tuple[int, int, int]] = []  # (line no, object id, date)
+
+    def block(self, raw: pl.Series, first_no: int) -> list[pl.DataFrame]:
+        """(line_no, object, date_us) of the block's lines read at once; the others are read
+        in their place, and a header line changes the columns of the lines after it."""
+        frames: list[pl.DataFrame] = []
+        start = 0
+        while start < raw.len():
+            rest = raw.slice(start)
+            kinds = line_kinds(rest, first_no + start) if self.by_blocks else None
+            if kinds is None:
+                odd = [(i, t) for i, t in enumerate(rest.to_list()) if t != REFUSED]
+            else:
+                kinds = archive_lines(kinds, self.columns or _ARCHIVE_DEFAULT)
+                odd = (
+                    kinds.with_row_index()
+                    .filter(pl.col("kind") == ODD)
+                    .select("index", "raw")
+                    .rows()
+                )
+            header = None
+            for at, text in odd:
+                if self.line(first_no + start + at, text) and kinds is not None:
+                    header = at  # the lines after it are read again under its columns
+                    break
+            if kinds is not None:
+                good = kinds.filter(pl.col("kind") == OK)
+                if header is not None:
+                    good = good.filter(pl.col("line_no") < first_no + start + header)
+                frames.append(good.select(*_DATES))
+            if header is None:
+                break
+            start += header + 1
+        return frames
+
+    def line(self, no: int, text: str) -> bool:
+        """Reads one line; True when it is a header."""
+        if not text.strip() or is_message(text):
+            return False
+        names = [f.strip().upper() for f in text.split(",")]
+        if "OBJECT_ID" in names and "ARCHIVE_DATE" in names:
+            self.columns = {n: i for i, n in enumerate(names)}
+            return True
+        found = _archive_fields(text, self.columns or _ARCHIVE_DEFAULT)
+        if isinstance(found, str):
+            if self.strict:
+                raise ParseError(self.name, no, found)
+            return False
+        self.found.append((no, *found))
+        return False
+
+    def one_by_one(self) -> pl.DataFrame:
+        return pl.DataFrame(self.found, schema=_DATES, orient="row")
 
 
 def _archive_fields(text: str, c: dict[str, int]) -> tuple[int, int] | str:
