@@ -47,33 +47,76 @@ CATALOG_SCHEMA: dict[str, Any] = {
 }
 
 # Each step is a temporary table with fresh statistics, so that the planner of the next step
-# knows its size (a million rows) and hashes rather than sorting text keys.
-_CATALOG_STEPS = (
+# knows its size (a million rows) and hashes rather than sorting text keys. The catalog is
+# scanned once: the copies the requests name directly (by path or dataset) are kept whole, and
+# only the other copies of their files (under another path, or named by file id) are looked up
+# through the indexes, which usually find few or none.
+_COPY_COLUMNS = """f.source, f.copy_id, f.file_id, f.path, f.dataset, f.size_bytes, f.volume,
+    f.position, f.offset_bytes, f.aggregate_id, f.copy_no, f.written_at, f.other_volumes"""
+_HITS = {
+    "path": f"""select {_COPY_COLUMNS} from tapelens.tape_files f
+    join plan_requests r on r.kind = 'path' and f.path = r.key where f.removed_at is null""",
+    "dataset": f"""select {_COPY_COLUMNS} from tapelens.tape_files f
+    join plan_requests r on r.kind = 'dataset' and f.dataset = r.key where f.removed_at is null""",
+}
+_AFTER_HITS = (
+    "analyze plan_hits",
     """create temporary table plan_files on commit drop as
-    select n.file_id from tapelens.tape_files n
-    join plan_requests r on r.kind = 'path' and n.path = r.key
-    where n.removed_at is null
-    union
-    select r.key from plan_requests r where r.kind = 'file_id'
-    union
-    select d.file_id from tapelens.tape_files d
-    join plan_requests r on r.kind = 'dataset' and d.dataset = r.key
-    where d.removed_at is null""",
+    select file_id from plan_hits union select key from plan_requests where kind = 'file_id'""",
     "analyze plan_files",
-    # A copy whose file id is its path is found through the path index, the others through
-    # the file_id index, which holds only them (migration 013).
-    """create temporary table plan_copies on commit drop as
-    select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
-           f.aggregate_id, f.copy_no, f.written_at, f.other_volumes
-    from tapelens.tape_files f join plan_files w on w.file_id = f.path
-    where f.removed_at is null and f.file_id = f.path
-    union all
-    select f.file_id, f.path, f.dataset, f.size_bytes, f.volume, f.position, f.offset_bytes,
-           f.aggregate_id, f.copy_no, f.written_at, f.other_volumes
-    from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
-    where f.removed_at is null and f.file_id <> f.path""",
+    # Files whose copies with file id = path the hits may lack: those not hit under that path.
+    """create temporary table plan_lookup on commit drop as
+    select file_id from plan_files
+    except select path from plan_hits where file_id = path""",
+    "analyze plan_lookup",
+    # Sorted by tape and position: the byte addresses are then looked up in index order.
+    f"""create temporary table plan_copies on commit drop as
+    select * from (
+        select * from plan_hits
+        union all
+        select {_COPY_COLUMNS} from tapelens.tape_files f join plan_files w on w.file_id = f.file_id
+        where f.removed_at is null and f.file_id <> f.path and not exists (
+            select 1 from plan_hits h
+            where h.source = f.source and h.copy_id = f.copy_id and h.written_at = f.written_at)
+        union all
+        select {_COPY_COLUMNS} from tapelens.tape_files f join plan_lookup w on w.file_id = f.path
+        where f.removed_at is null and f.file_id = f.path
+    ) as copies order by volume, position""",
     "analyze plan_copies",
 )
+
+
+# Whether any live or removed copy has a file id other than its path: answered by the partial
+# file_id index (migration 013), which holds only those, in a moment.
+_SPLIT_COPIES = """select exists (
+    select 1 from tapelens.tape_files where file_id <> path order by file_id limit 1)"""
+_HITS_ARE_COPIES = (
+    """create temporary table plan_copies on commit drop as
+    select * from plan_hits order by volume, position""",
+    "analyze plan_copies",
+)
+
+
+def _fill_copies(cur: psycopg.Cursor[Any], kinds: set[str]) -> None:
+    """plan_copies: every live copy of every file the requests (of these kinds) name."""
+    hits = [_HITS[k] for k in ("path", "dataset") if k in kinds]
+    if not hits:
+        body = f"select {_COPY_COLUMNS} from tapelens.tape_files f where false"
+    else:
+        # A copy named both by its path and by its dataset is kept once.
+        body = "\n    union\n    ".join(hits)
+    cur.execute(f"create temporary table plan_hits on commit drop as\n    {body}")
+    cur.execute(_SPLIT_COPIES)
+    row = cur.fetchone()
+    if "file_id" not in kinds and not (row and row[0]):
+        # Every copy's file id is its path (HPSS, for one): a file's copies all share the
+        # path, so the hits are all its copies.
+        steps: tuple[str, ...] = _HITS_ARE_COPIES
+    else:
+        steps = _AFTER_HITS
+    for step in steps:
+        cur.execute(step)
+
 
 # Byte addresses come from the marts (fct_tape_objects, by volume and position) for the volumes
 # the last `marts build` has seen whole. A volume that a later catalog load may have changed, or
@@ -226,8 +269,7 @@ def load_catalog(
             with cur.copy("copy plan_requests (kind, key) from stdin (format csv)") as copy:
                 copy.write(keys.write_csv(include_header=False, quote_style="always"))
             cur.execute("analyze plan_requests")
-            for step in _CATALOG_STEPS:
-                cur.execute(step)
+            _fill_copies(cur, set(keys["kind"].unique().to_list()))
             query, addressing = _address_objects(cur)
             frame = copy_frame(cur, query, CATALOG_SCHEMA, epoch=("written_at",))
     except psycopg.Error as exc:

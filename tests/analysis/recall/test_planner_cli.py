@@ -211,6 +211,9 @@ def test_copies_are_found_whether_their_file_id_is_their_path_or_not(site: str) 
             found = plan_store.load_catalog(conn, requests)
             assert found.height == 1, (kind, key)
             assert found["file_id"].to_list() == [key], (kind, key)
+        # Named both by path and by dataset, a copy comes back once.
+        both = pl.DataFrame({"kind": ["path", "dataset"], "key": ["/hpss/D/h1", "H"]})
+        assert plan_store.load_catalog(conn, both)["file_id"].to_list() == ["/hpss/D/h1"]
         # By path, a file whose id is not its path is found with its own id.
         found = plan_store.load_catalog(
             conn, pl.DataFrame({"kind": ["path"], "key": ["/store/D/a2"]})
