@@ -8,7 +8,9 @@
        (one snapshot), so that the delete and the insert work on the same volumes even while
        an ingest commits;
     2. a pre-hook deletes their rows, so volumes whose copies were all removed or whose tape
-       was repacked disappear as they would in a full refresh;
+       was repacked disappear as they would in a full refresh; when most volumes changed it
+       empties the table instead and every volume is recomputed (cheaper than deleting nearly
+       every row, and no table left at twice its size in dead rows);
     3. the model recomputes their rows (append), reading the copies of those volumes only
        (a join to a small analysed table lets the planner use the tape_files volume index).
 
@@ -30,7 +32,9 @@
     ), 0))
 {%- endmacro %}
 
-{#- Pre-hook `step` (0: list, 1: analyse, 2: delete); empty, so skipped, when not incremental. -#}
+{#- Pre-hook `step` (0: list every volume, marking the changed ones; 1: delete the changed
+    volumes' rows, or empty the table when most changed; 2: analyse what is left to recompute);
+    empty, so skipped, when not incremental. -#}
 {% macro touched_volumes_hook(step) -%}
     {%- if is_incremental() -%}
         {%- set touched = touched_volumes_table() -%}
@@ -59,15 +63,36 @@
             newest as (
                 select max(changed_run_id) as watermark_run_id from changes
             )
-            select distinct changes.volume, newest.watermark_run_id
+            select
+                changes.volume,
+                newest.watermark_run_id,
+                bool_or(changes.changed_run_id > since.watermark_run_id) as changed
             from changes
             cross join since
             cross join newest
-            where changes.changed_run_id > since.watermark_run_id
-        {%- elif step == 1 -%}
+            group by changes.volume, newest.watermark_run_id
+        {%- elif step == 2 -%}
             analyze {{ touched }}
         {%- else -%}
-            delete from {{ this }} where volume in (select volume from {{ touched }})
+            {#- When most volumes changed (a newer dump touching every tape), deleting their rows
+                one by one costs more than the rebuild and leaves the table twice its size in
+                dead rows: the table is emptied and every volume recomputed. Otherwise (and on
+                small sites, under 100 volumes, where either is quick) only the changed
+                volumes' rows go, and only they stay listed for the model. -#}
+            do $touched$
+            begin
+                if (
+                    select count(*) filter (where changed) * 2 >= count(*) and count(*) >= 100
+                    from {{ touched }}
+                ) then
+                    truncate {{ this }};
+                else
+                    delete from {{ this }}
+                    where volume in (select volume from {{ touched }} where changed);
+                    delete from {{ touched }} where not changed;
+                end if;
+            end
+            $touched$
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
@@ -103,7 +128,7 @@
             create temporary table {{ touched_files_table() }} on commit drop as
             select distinct source, file_id
             from {{ ref('stg_tape_files') }}
-            where volume in (select volume from {{ touched_volumes_table() }})
+            where volume in (select volume from {{ touched_volumes_table() }} where changed)
         {%- elif step == 2 -%}
             analyze {{ touched_volumes_table() }}, {{ touched_files_table() }}
         {%- else -%}
