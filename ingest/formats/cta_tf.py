@@ -23,6 +23,8 @@ batch holding anything else (bad JSON, a whole array on one line) is decoded lin
 the same outcome.
 Identity (contract): volume = vid, file_id = archive id, copy_id = "archive id/copy no",
 position = fseq, offset_bytes null, written_at = creation time.
+Tables run to millions of lines: the cells of plain table lines are found a block at a time
+(cta_tf_blocks.py), the other lines are read one by one, with the same outcome.
 """
 
 from __future__ import annotations
@@ -37,7 +39,18 @@ import polars as pl
 
 from tapelens.ingest.canonical import conform
 from tapelens.ingest.formats.base import Batch, ParseOptions
+from tapelens.ingest.formats.blocks import (
+    REFUSED,
+    Block,
+    BlockReader,
+    block_bytes_for,
+    fast_path_ok,
+    line_series,
+)
+from tapelens.ingest.formats.cta_tf_blocks import text_cells, text_fields
 from tapelens.ingest.formats.fields import (
+    batches,
+    check_strict,
     is_message,
     parse_count,
     parse_epoch_utc,
@@ -46,7 +59,7 @@ from tapelens.ingest.formats.fields import (
     quote_expr,
     time_expr,
 )
-from tapelens.ingest.formats.linewise import Lines, refuse, run
+from tapelens.ingest.formats.linewise import Lines, refuse
 
 KIND = "catalog"
 FORMAT = "cta-tf"
@@ -106,6 +119,15 @@ _JSON = pl.Struct(
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Parse a tape-file listing (text or JSON) into tape_files rows."""
+    return _parse(path, options, by_blocks=True)
+
+
+def parse_by_line(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
+    """`parse` with every line read one by one: the reference the block reading must equal."""
+    return _parse(path, options, by_blocks=False)
+
+
+def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator[Batch]:
     mode: list[str] = []  # "json" or "text", fixed by the first non-blank line
     notes: list[str] = []  # said once, with the batch where first found
 
@@ -120,8 +142,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         else:
             _text_line(no, text, body, out)
 
-    def finish(lines: Lines) -> pl.DataFrame:
-        frame = lines.frame()
+    def finish(frame: pl.DataFrame, lines: Lines) -> pl.DataFrame:
         if mode and mode[0] == "json" and frame.height:
             frame = _decoded(frame, lines)
             created = pl.col("created").cast(pl.Float64, strict=False)
@@ -163,9 +184,49 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             frame.with_columns(when.alias("written_at")), shape, lines, options.source, notes
         )
 
-    for batch in run(path, options, COLUMNS, handle, finish):
-        batch.notes, notes[:] = list(notes), []
-        yield batch
+    def read(raw: pl.Series, block: Block, lines: Lines) -> pl.DataFrame:
+        """The kept lines of a block: plain table lines at once, the others one by one."""
+        n, start = raw.len(), 0
+        while not mode and start < n:  # the first non-blank line tells JSON from text
+            if raw[start] != REFUSED:
+                handle(block.first_line_no + start, raw[start], lines)
+            start += 1
+        if not (by_blocks and mode == ["text"] and start < n and fast_path_ok(block)):
+            for no, text in enumerate(raw.slice(start).to_list(), block.first_line_no + start):
+                if text != REFUSED:
+                    handle(no, text, lines)
+            return lines.frame()
+        lengths = raw.str.len_bytes().to_numpy()
+        cells, others = text_cells(block.data, lengths, block.first_line_no)
+        cells = cells.filter(pl.col("at") >= start)
+        for at in others[others >= start].tolist():
+            handle(block.first_line_no + at, raw[at], lines)
+        plain = text_fields(raw, cells, COLUMNS)
+        if not lines.rows:
+            return plain
+        return pl.concat([plain, lines.frame()]).sort("line_no")
+
+    name = str(path)
+    with BlockReader(path) as reader:
+        reader.name = name
+        done = False
+        for block in reader.blocks(block_bytes_for(options.batch_rows)):
+            raw, refused = line_series(block)
+            reader.advance(raw.len())
+            lines = Lines(COLUMNS)
+            lines.rejects += refused
+            frame = finish(read(raw, block, lines), lines)
+            rejects = sorted(lines.rejects, key=lambda r: r.line_no)
+            check_strict(name, options.strict, rejects)
+            for batch in batches(
+                frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
+            ):
+                batch.notes, notes[:] = list(notes), []
+                done = True
+                yield batch
+        if not done:  # an empty input still gives one (empty) batch
+            empty = Lines(COLUMNS)
+            yield Batch(finish(empty.frame(), empty), [], 0, reader.bytes_read)
 
 
 def _note(notes: list[str], note: str) -> None:

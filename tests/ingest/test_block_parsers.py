@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from tapelens.errors import ParseError
-from tapelens.ingest.formats import tsm_contents
+from tapelens.ingest.formats import cta_tf, tsm_contents
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.tsm_ranks import VolumeRanks
 from tests.fixtures.fuzz_catalog import mutated
@@ -278,3 +278,102 @@ def test_a_dump_of_many_blocks_reads_as_lines(tmp_path: Path) -> None:
     with small_blocks(tsm_contents, 20_000):
         fast = outcome(tsm_contents.parse, path, **options)
     assert_same(fast, outcome(tsm_contents.parse_by_line, path, **options))
+
+
+# ------------------------------------------------------------------------------------ cta-tf
+
+CTA_HEADER = (
+    "\x1b[31;1marchive id copy no    vid fseq block id    instance disk fxid   size checksum type"
+    " checksum value storage class owner group    creation time path\x1b[0m"
+)
+# Cells of one copy, before padding: archive id .. group, creation date and time, then the last.
+_SIZES = ("5.2G", "964.5K", "12.0M", "512", "5242880000", "1.25G", "5.2X", "-1", "1,2G", "0")
+_TIMES = ("2024-06-02 13:20", "2024-03-31 02:30", "2024-10-27 02:30", "2024-13-01 00:00")
+_LASTS = ("/eos/a/f1.raw", "/eos/a/run 1/f 2.raw", "-", "eosctaatlas", "/eos/é/f.raw", "/x\ty")
+CTA_ODD = ("\t", "\x1c", "\xa0", "\u3000", "\x85", "é", "[", "#", "***", "Archive", "x", "  ")
+
+
+@st.composite
+def cta_cells(draw: st.DrawFn) -> list[str]:
+    date, time = draw(st.sampled_from(_TIMES)).split(" ")
+    cells = [
+        str(draw(st.integers(0, 10**10))),
+        str(draw(st.sampled_from([1, 2, 0, 2**31]))),
+        draw(st.sampled_from(["L81234", "I01001", "-"])),
+        str(draw(st.integers(0, 10**6))),
+        str(draw(st.integers(0, 10**7))),
+        "eosctaatlas",
+        "3f2a0c1",
+        draw(st.sampled_from(_SIZES)),
+        draw(st.sampled_from(["ADLER32", "NONE"])),
+        draw(st.sampled_from(["7c0a91e3", "-"])),
+        "atlas_raw@cta",
+        "48102",
+        "1307",
+        date,
+        time,
+    ]
+    if draw(st.integers(0, 9)) == 0:  # date and time in one token
+        cells[13:15] = [f"{date}T{time}:00Z"]
+    return cells + [draw(st.sampled_from(_LASTS))]
+
+
+@st.composite
+def cta_text(draw: st.DrawFn) -> str:
+    rows = draw(st.lists(cta_cells(), min_size=1, max_size=30))
+    # Right-aligned to the widest cell of each column and followed by a space; the last
+    # column left-aligned (cta-admin's text formatter), or columns two spaces apart.
+    widths = [max(len(r[k]) if k < len(r) else 0 for r in rows) for k in range(16)]
+    gap = draw(st.sampled_from([" ", "  "]))
+    lines = [CTA_HEADER] if draw(st.booleans()) else []
+    for row in rows:
+        kind = draw(st.sampled_from(["good"] * 5 + ["odd"] * 3 + ["mutated", "blank", "rule"]))
+        cells = [c.rjust(widths[k]) for k, c in enumerate(row[:-1])] + [row[-1].ljust(widths[15])]
+        line = "   " + gap.join(cells)
+        if kind == "odd":  # often before the first cell: a message, a comment
+            lead = len(line) - len(line.lstrip(" "))
+            at = draw(st.one_of(st.just(lead), st.integers(0, len(line))))
+            line = line[:at] + draw(st.sampled_from(CTA_ODD)) + line[at:]
+        elif kind == "mutated":
+            line = draw(mutated([line], " "))
+        elif kind == "blank":
+            line = draw(st.sampled_from(["", "  ", "[]", "----- ----", "# x"]))
+        elif kind == "rule":
+            line = "=" * 20
+        lines.append(line)
+    return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
+
+
+@pytest.mark.parametrize("block_bytes", [64, 700, 1 << 20])
+def test_cta_text_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None:
+    @settings(max_examples=examples(150))
+    @given(cta_text(), st.sampled_from(["UTC", "Europe/Zurich"]), st.booleans())
+    def run(text: str, zone: str, strict: bool) -> None:
+        path = tmp_path / "tf.txt"
+        path.write_bytes(text.encode("utf-8"))
+        options: dict[str, Any] = {"strict": strict, "timezone": zone}
+        with small_blocks(cta_tf, block_bytes):
+            fast = outcome(cta_tf.parse, path, **options)
+        assert_same(fast, outcome(cta_tf.parse_by_line, path, **options))
+
+    run()
+
+
+def test_cta_json_reads_as_lines(tmp_path: Path) -> None:
+    data = Path(__file__).parent.parent / "data" / "catalog" / "tf-L81234.json"
+    path = tmp_path / "tf.json"
+    path.write_bytes(data.read_bytes() * 50)
+    with small_blocks(cta_tf, 2000):
+        fast = outcome(cta_tf.parse, path)
+    assert_same(fast, outcome(cta_tf.parse_by_line, path))
+
+
+def test_cta_tables_of_many_blocks_read_as_lines(tmp_path: Path) -> None:
+    """The real-shape tables (both layouts), header and all, repeated over many blocks."""
+    data = Path(__file__).parent.parent / "data" / "catalog"
+    for name in ("cta-tf-ls.txt", "tf-L81234.txt"):
+        path = tmp_path / name
+        path.write_bytes((data / name).read_bytes() * 200)
+        with small_blocks(cta_tf, 3000):
+            fast = outcome(cta_tf.parse, path, timezone="Europe/Zurich")
+        assert_same(fast, outcome(cta_tf.parse_by_line, path, timezone="Europe/Zurich"))
