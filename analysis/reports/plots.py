@@ -78,10 +78,17 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
         ax.bar(frame["media_type"].to_list(), frame["mean_occupancy"].to_list())
         ax.set_ylabel("mean occupancy")
     elif report == "rates" and by == "gap":
-        ax.plot(frame["gap"].to_list(), frame["median_rate_mb_s"].to_list(), marker="o")
-        ax.set_xlabel("gap at read time (posdiff from the previous read; 100 = locate)")
-        ax.set_ylabel("median rate (MB/s)")
-        ax.set_xscale("symlog")
+        # One bin a place, in gap order, with the middle half of the reads' rates around the
+        # median: a read-rate curve that a few reads cannot make zigzag.
+        bins = list(range(frame.height))
+        median = frame["median_rate_mb_s"].to_list()
+        low = [m - q for m, q in zip(median, frame["p25_rate_mb_s"].to_list(), strict=True)]
+        high = [q - m for m, q in zip(median, frame["p75_rate_mb_s"].to_list(), strict=True)]
+        ax.errorbar(bins, median, yerr=[low, high], fmt="o", capsize=3)
+        ax.set_xticks(bins, [f"{g}\n{n:,} reads" for g, n in frame.select("gap", "reads").rows()])
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_xlabel("gap at read time (posdiff from the previous read in the mount)")
+        ax.set_ylabel("read rate, MB/s (median, 25th-75th percentile)")
     else:
         labels = [str(v) for v in frame[frame.columns[0]].to_list()]
         ax.bar(labels, frame["median_rate_mb_s"].to_list())

@@ -171,10 +171,39 @@ def occupancy_query(by: str, f: ReportFilter) -> tuple[str, list]:
     )
 
 
+# Gap bins of `report rates --by gap`: the gaps a tape streams through one by one, then wider
+# bins up to the locate threshold (posdiff >= 100), each with its lower bound for the order.
+# Reads without a previous read in their mount keep their class (first, same_object).
+GAP_BINS: tuple[tuple[int, str], ...] = (
+    (1, "1"),
+    (2, "2"),
+    (3, "3"),
+    (4, "4-5"),
+    (6, "6-10"),
+    (11, "11-20"),
+    (21, "21-50"),
+    (51, "51-99"),
+    (100, ">= 100 (locate)"),
+)
+
+
+def _gap_bin() -> tuple[str, str]:
+    """The label and the sort key of a read's gap bin, as SQL."""
+    label = "case when read_posdiff is null then read_gap_class"
+    label += " when read_posdiff < 0 then 'backward' when read_posdiff = 0 then 'same object'"
+    order = "case when read_posdiff is null then -3 when read_posdiff < 0 then -2"
+    order += " when read_posdiff = 0 then -1"
+    for i, (low, name) in reversed(list(enumerate(GAP_BINS))):
+        label += f" when read_posdiff >= {low} then '{name}'"
+        order += f" when read_posdiff >= {low} then {i}"
+    return label + " end", order + " end"
+
+
 def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
     where, params = _where(f, "started_at")
+    gap_label, gap_order = _gap_bin()
     key = {
-        "gap": "read_gap_class, least(read_posdiff, 100)",
+        "gap": f"{gap_order}, {gap_label}",
         "type": "dataset_type",
         "tape": "volume, media_type",
         "period": "to_char(started_at at time zone 'UTC', 'YYYY-MM')",
@@ -182,7 +211,7 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
         " '100 MB - 1 GB' when size_bytes < 1e10 then '1 - 10 GB' else '>= 10 GB' end",
     }[by]
     names = {
-        "gap": "read_gap_class as gap_class, least(read_posdiff, 100) as gap",
+        "gap": f"{gap_label} as gap",
         "type": "dataset_type",
         "tape": "volume, media_type",
         "period": f"{key} as period",
@@ -191,7 +220,9 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
     return (
         f"select {names}, count(*)::bigint as reads, sum(size_bytes)::bigint as bytes,"
         f" avg(rate_mb_s)::float8 as mean_rate_mb_s,"
+        f" percentile_cont(0.25) within group (order by rate_mb_s)::float8 as p25_rate_mb_s,"
         f" percentile_cont(0.5) within group (order by rate_mb_s)::float8 as median_rate_mb_s,"
+        f" percentile_cont(0.75) within group (order by rate_mb_s)::float8 as p75_rate_mb_s,"
         f" sum(size_bytes)::float8 / 1e6 / nullif(sum(duration_s), 0) as aggregate_rate_mb_s"
         f" from {M}.fct_transfer_rates{where} group by {key} order by {key}",
         params,

@@ -65,7 +65,9 @@ def _make(name: str) -> None:
             frame = read_frame(app.dsn(), query, params)
         except DatabaseError as exc:
             if "does not exist" in str(exc):
-                raise DatabaseError(f"{exc} (run: tapelens marts build)") from None
+                raise DatabaseError(
+                    "the marts are not built in this database: run `tapelens marts build`"
+                ) from None
             raise
         emit(frame, fmt, output)
         if plot:
