@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import polars as pl
+
+from tapelens.errors import InputError
+
 REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates")
 GROUPINGS = {
     "gaps": ("type", "period", "dataset", "tape"),
@@ -154,7 +158,8 @@ def occupancy_query(by: str, f: ReportFilter) -> tuple[str, list]:
     if by == "tape":
         return (
             f"select volume, media_type, state, capacity_bytes::bigint as capacity_bytes,"
-            f" live_bytes::bigint as live_bytes, duplicate_bytes::bigint as duplicate_bytes,"
+            f" files::bigint as files, live_bytes::bigint as live_bytes,"
+            f" duplicate_bytes::bigint as duplicate_bytes,"
             f" occupancy::float8 as occupancy, n_datasets::bigint as datasets,"
             f" small_file_share::float8 as small_file_share,"
             f" datasets_mean_gap::float8 as datasets_mean_gap"
@@ -236,6 +241,52 @@ QUERIES = {
     "occupancy": occupancy_query,
     "rates": rates_query,
 }
+
+
+# The count each grouping's rows rest on: --min-files leaves out the groups with fewer, so that
+# a dataset of one file cannot top a ranking.
+COUNT_COLUMN: dict[tuple[str, str], str] = {
+    ("gaps", "type"): "n",
+    ("gaps", "period"): "n",
+    ("gaps", "dataset"): "files",
+    ("gaps", "tape"): "files",
+    ("duplicates", "file"): "copies",
+    ("duplicates", "dataset"): "duplicated_files",
+    ("duplicates", "tape"): "duplicated_files",
+    ("tapes", "dataset"): "files",
+    ("tapes", "type"): "datasets",
+    ("occupancy", "tape"): "files",
+    ("occupancy", "media"): "tapes",
+    ("rates", "gap"): "reads",
+    ("rates", "type"): "reads",
+    ("rates", "tape"): "reads",
+    ("rates", "period"): "reads",
+    ("rates", "size"): "reads",
+}
+
+
+def arrange(
+    frame: pl.DataFrame,
+    report: str,
+    by: str,
+    *,
+    min_files: int | None = None,
+    sort: str | None = None,
+    descending: bool = False,
+    limit: int | None = None,
+) -> pl.DataFrame:
+    """A report's rows with groups under `min_files` left out, sorted by `sort`, then cut to
+    `limit`. Raises InputError naming the columns when `sort` is not one of them."""
+    if min_files is not None:
+        column = COUNT_COLUMN[(report, by)]
+        frame = frame.filter(pl.col(column) >= min_files)
+    if sort is not None:
+        if sort not in frame.columns:
+            raise InputError(
+                f"--sort {sort}: no such column (expected one of {', '.join(frame.columns)})"
+            )
+        frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
+    return frame.head(limit) if limit is not None else frame
 
 
 def report_query(report: str, by: str | None, f: ReportFilter) -> tuple[str, list]:

@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from tapelens.analysis.reports.plots import plot_report
-from tapelens.analysis.reports.queries import DEFAULT_BY, GROUPINGS, ReportFilter, report_query
+from tapelens.analysis.reports.queries import (
+    DEFAULT_BY,
+    GROUPINGS,
+    ReportFilter,
+    arrange,
+    report_query,
+)
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
@@ -45,7 +51,16 @@ def _make(name: str) -> None:
     @click.option("--since", type=click.DateTime(TIME_FORMATS), help="From this time (UTC).")
     @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Before this time (UTC).")
     @click.option("--dataset-type", help="Only this dataset type (AOD, RAW, ...).")
-    @click.option("--limit", type=int, help="At most this many rows.")
+    @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+    @click.option(
+        "--min-files",
+        "--min-n",
+        "min_files",
+        type=click.IntRange(min=1),
+        help="Leave out groups resting on fewer files (reads for rates, copies for files).",
+    )
+    @click.option("--sort", "sort", metavar="COLUMN", help="Sort the rows by this column.")
+    @click.option("--desc", is_flag=True, help="With --sort: largest first.")
     @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw a chart to FILE.png.")
     @format_option
     @pass_app
@@ -56,11 +71,19 @@ def _make(name: str) -> None:
         until: datetime | None,
         dataset_type: str | None,
         limit: int | None,
+        min_files: int | None,
+        sort: str | None,
+        desc: bool,
         plot: str | None,
         fmt: str,
         output: str | None,
     ) -> None:
-        query, params = report_query(name, by, ReportFilter(since, until, dataset_type, limit))
+        if desc and sort is None:
+            raise click.UsageError("--desc needs --sort COLUMN")
+        # The database cuts to --limit unless the rows are filtered or sorted here first.
+        arranged = min_files is not None or sort is not None
+        cut = None if arranged else limit
+        query, params = report_query(name, by, ReportFilter(since, until, dataset_type, cut))
         try:
             frame = read_frame(app.dsn(), query, params)
         except DatabaseError as exc:
@@ -69,6 +92,10 @@ def _make(name: str) -> None:
                     "the marts are not built in this database: run `tapelens marts build`"
                 ) from None
             raise
+        if arranged:
+            frame = arrange(
+                frame, name, by, min_files=min_files, sort=sort, descending=desc, limit=limit
+            )
         emit(frame, fmt, output)
         if plot:
             plot_report(name, by, frame, Path(plot))

@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.reports.queries import GAP_BINS, GROUPINGS
+from tapelens.analysis.reports.queries import COUNT_COLUMN, GAP_BINS, GROUPINGS
 from tapelens.cli import cli
-from tapelens.errors import DatabaseError
+from tapelens.errors import DatabaseError, InputError
 from tapelens.models import build
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import MODELS_ONLY, reset
@@ -67,3 +67,47 @@ def test_a_database_without_marts_says_to_build_them(dsn: str) -> None:
     assert str(result.exception) == (
         "the marts are not built in this database: run `tapelens marts build`"
     )
+
+
+def test_min_files_sort_and_limit_apply_in_that_order(marts: str) -> None:
+    every = list(
+        csv.DictReader(io.StringIO(report(marts, "tapes", "--by", "dataset", "--format", "csv")))
+    )
+    floor = sorted(int(r["files"]) for r in every)[len(every) // 2]
+    picked = list(
+        csv.DictReader(
+            io.StringIO(
+                report(
+                    marts,
+                    "tapes",
+                    "--by",
+                    "dataset",
+                    "--format",
+                    "csv",
+                    "--min-files",
+                    str(floor),
+                    "--sort",
+                    "mean_gap",
+                    "--desc",
+                    "--limit",
+                    "3",
+                )
+            )
+        )
+    )
+    kept = [r for r in every if int(r["files"]) >= floor]
+    best = sorted(kept, key=lambda r: -float(r["mean_gap"] or "-inf"))[:3]
+    assert [r["dataset"] for r in picked] == [r["dataset"] for r in best]
+    assert all(int(r["files"]) >= floor for r in picked)
+
+
+def test_every_grouping_names_its_count_and_sorting_by_a_wrong_column_is_refused(
+    marts: str,
+) -> None:
+    for name, ways in GROUPINGS.items():
+        for by in ways:
+            out = report(marts, name, "--by", by, "--format", "csv", "--min-n", "1")
+            assert COUNT_COLUMN[(name, by)] in out.splitlines()[0].split(",")
+    result = CliRunner().invoke(cli, ["--dsn", marts, "report", "tapes", "--sort", "nope"])
+    assert isinstance(result.exception, InputError)
+    assert "no such column" in str(result.exception) and "mean_gap" in str(result.exception)
