@@ -426,14 +426,20 @@ def _rows(
     number = {c: pl.col(c).str.to_integer(strict=False) for c in ("archive", "copy", "fseq")}
     # A size is a byte count, or one decimal of a unit in powers of 1000 (rounded, with its
     # rounding bound): at most 4 digits before the point, so the product cannot overflow.
-    human = pl.col("size").str.extract_groups(r"^(\d{1,4})(?:\.(\d))?([KMGTPE])$")
+    # (Only sizes that are no plain number go through the regex: it costs more than the rest.)
+    plain = pl.col("size").str.to_integer(strict=False)
+    human = (
+        pl.when(plain.is_null())
+        .then(pl.col("size"))
+        .str.extract_groups(r"^(\d{1,4})(?:\.(\d))?([KMGTPE])$")
+    )
     unit = human.struct.field("3").replace_strict(_UNITS, default=None, return_dtype=pl.Int64)
     tenths = human.struct.field("1").cast(pl.Int64, strict=False) * 10 + human.struct.field(
         "2"
     ).cast(pl.Int64, strict=False).fill_null(0)
     frame = frame.with_columns(
         *(v.alias(f"{c}_n") for c, v in number.items()),
-        pl.col("size").str.to_integer(strict=False).fill_null(tenths * unit // 10).alias("size_n"),
+        plain.fill_null(tenths * unit // 10).alias("size_n"),
         pl.when(pl.col("size").str.contains(r"^\d+$").not_()).then(unit // 20).alias("size_bound"),
     )
     vid = pl.col("vid")
