@@ -20,7 +20,7 @@ from tapelens.ingest.formats.fields import message_expr
 
 # Python's str.strip() and `\s` also take these four control characters as white space, Polars
 # does not: a block holding one is read line by line.
-PYTHON_ONLY_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")
+PYTHON_ONLY_SPACE = "[\x1c-\x1f]"
 # A server message code followed by a non-ASCII character: whether `\b` holds there depends on
 # the regex engine's idea of a word character.
 _DOUBTFUL_MESSAGE = r"^\s*AN[RSE][0-9]{4}[IEWSK][^\x00-\x7f]"
@@ -46,10 +46,7 @@ def line_kinds(raw: pl.Series, first_line_no: int) -> pl.DataFrame | None:
     line."""
     text = pl.col("raw")
     frame = raw.alias("raw").to_frame()
-    doubtful = pl.any_horizontal(
-        *(text.str.contains(c, literal=True) for c in PYTHON_ONLY_SPACE),
-        text.str.contains(_DOUBTFUL_MESSAGE),
-    )
+    doubtful = text.str.contains(PYTHON_ONLY_SPACE) | text.str.contains(_DOUBTFUL_MESSAGE)
     if frame.select(doubtful.any()).item():
         return None
     message = text.str.contains(_MESSAGE_START) & message_expr(text)
