@@ -438,12 +438,21 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
         n = request_paths(requests, args.copies, args.requests, args.seed)
         summary = work / "plan.json"
         argv = [*base, "plan", "recall", str(requests), "--drives", "LTO8:6,LTO7:4"]
-        timed("plan", f"`plan recall` of {n:,} paths", [*argv, "--summary", str(summary)], n)
+        result = timed(
+            "plan", f"`plan recall` of {n:,} paths", [*argv, "--summary", str(summary)], n
+        )
+        # The command says each of its steps with the seconds since it started: where it goes.
+        said = [ln for ln in result.stderr.splitlines() if ln.startswith("plan recall:")]
+        for line in said:
+            print(f"  {line}", file=sys.stderr)
         if summary.exists():
             doc = json.loads(summary.read_text())
             keys = ("files", "tapes", "mounts", "unknown", "missing")
             shown = {k: doc[k] for k in keys if k in doc and not isinstance(doc[k], dict | list)}
             steps[-1].note = ", ".join(f"{k} {v}" for k, v in shown.items())
+        read = next((ln for ln in said if "from the database" in ln), None)
+        if read:
+            steps[-1].note += f"; {read.removeprefix('plan recall: ')}"
     if "disk" in args.steps:
         sizes.update(disk(dsn))
 
