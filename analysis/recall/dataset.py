@@ -125,6 +125,27 @@ def ideal_placement(
     )
 
 
+# What matters first: a table printed to a terminal keeps its first columns.
+PREDICTION_COLUMNS = (
+    "dataset",
+    "files",
+    "now_s",
+    "ideal_s",
+    "placement_cost_s",
+    "slowdown",
+    "bytes",
+    "now_tapes",
+    "ideal_tapes",
+    "ideal_layout",
+    "now_rate_mb_s",
+    "ideal_rate_mb_s",
+    "media_type",
+    "dataset_type",
+    "now_unreadable_tapes",
+    "ideal_unreadable_tapes",
+)
+
+
 def adjacent_on_own_tapes(files: pl.DataFrame) -> pl.DataFrame:
     """The files of each dataset left on the tapes they are on, each tape's share packed
     adjacently from its start (same objects, same order, gap 1): today's tapes without the
@@ -272,7 +293,7 @@ def predict_datasets(
         .sort("dataset", pl.col("s").fill_null(float("inf")), "layout")
         .unique("dataset", keep="first", maintain_order=True)
     )
-    return (
+    predicted = (
         summary.join(_prefixed(now, "now"), on="dataset", how="left")
         .join(_prefixed(ideal, "ideal"), on="dataset", how="left")
         .with_columns(
@@ -281,3 +302,4 @@ def predict_datasets(
         )
         .sort("placement_cost_s", "dataset", descending=[True, False], nulls_last=True)
     )
+    return predicted.select([c for c in PREDICTION_COLUMNS if c in predicted.columns])

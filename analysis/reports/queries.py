@@ -107,10 +107,11 @@ def duplicates_query(by: str, f: ReportFilter) -> tuple[str, list]:
     where, params = _where(f, "last_written_at")
     if by == "file":
         return (
-            f"select file_id, path, dataset, dataset_type, copies::bigint as copies,"
-            f" n_volumes::bigint as n_volumes, array_to_string(volumes, ',') as volumes,"
-            f" first_written_at, last_written_at, newest_off_main,"
-            f" extra_mounts::bigint as extra_mounts, size_bytes::bigint as size_bytes"
+            # What matters first (a table drops its last columns to fit a terminal).
+            f"select path, copies::bigint as copies, n_volumes::bigint as n_volumes,"
+            f" extra_mounts::bigint as extra_mounts, size_bytes::bigint as size_bytes,"
+            f" newest_off_main, dataset_type, array_to_string(volumes, ',') as volumes,"
+            f" first_written_at, last_written_at, dataset, file_id"
             f" from {M}.fct_duplicate_copies{where} order by copies desc, file_id",
             params,
         )
@@ -131,11 +132,11 @@ def tapes_query(by: str, f: ReportFilter) -> tuple[str, list]:
     where, params = _where(f, "last_written_at")
     if by == "dataset":
         return (
-            f"select dataset, dataset_type, files::bigint as files,"
-            f" size_bytes::bigint as size_bytes, tapes_used::bigint as tapes_used,"
-            f" tapes_needed::bigint as tapes_needed, main_tapes::bigint as main_tapes,"
-            f" mean_gap::float8 as mean_gap, duplicate_copies::bigint as duplicate_copies,"
-            f" extra_mounts::bigint as extra_mounts, small_file_share::float8 as small_file_share"
+            f"select dataset, files::bigint as files, tapes_used::bigint as tapes_used,"
+            f" tapes_needed::bigint as tapes_needed, extra_mounts::bigint as extra_mounts,"
+            f" mean_gap::float8 as mean_gap, size_bytes::bigint as size_bytes,"
+            f" main_tapes::bigint as main_tapes, duplicate_copies::bigint as duplicate_copies,"
+            f" small_file_share::float8 as small_file_share, dataset_type"
             f" from {M}.dim_datasets{where}"
             f" order by tapes_used - tapes_needed desc, dataset",
             params,

@@ -36,6 +36,7 @@ def params_table(rows: dict[str, tuple[ModelParams, str]]) -> pl.DataFrame:
         [
             {
                 "media_type": name,
+                "source": source,
                 "rate_mb_s": p.rate_mb_s,
                 "overhead_s": p.overhead_s,
                 "read_through_max_gap": p.read_through_max_gap,
@@ -46,7 +47,6 @@ def params_table(rows: dict[str, tuple[ModelParams, str]]) -> pl.DataFrame:
                 "first_locate_s_per_tb": p.first_locate_slope_s * 1e12 / p.capacity_bytes,
                 "mount_s": p.mount_s,
                 "dismount_s": p.dismount_s,
-                "source": source,
             }
             for name, (p, source) in rows.items()
         ]

@@ -111,3 +111,17 @@ def test_every_grouping_names_its_count_and_sorting_by_a_wrong_column_is_refused
     result = CliRunner().invoke(cli, ["--dsn", marts, "report", "tapes", "--sort", "nope"])
     assert isinstance(result.exception, InputError)
     assert "no such column" in str(result.exception) and "mean_gap" in str(result.exception)
+
+
+def test_columns_pick_and_order_in_every_format_and_wide_shows_all(marts: str) -> None:
+    csv_out = report(
+        marts, "tapes", "--by", "dataset", "--format", "csv", "--columns", "files,dataset"
+    )
+    assert csv_out.splitlines()[0] == "files,dataset"
+    narrow = report(marts, "tapes", "--by", "dataset")
+    wide = report(marts, "tapes", "--by", "dataset", "--wide")
+    assert all(len(line) <= 120 for line in narrow.splitlines())
+    assert "dataset_type" not in narrow.splitlines()[0]
+    assert wide.splitlines()[0].split()[-1] == "dataset_type"
+    result = CliRunner().invoke(cli, ["--dsn", marts, "report", "tapes", "--columns", "nope"])
+    assert result.exit_code != 0 and "--columns: no column nope" in result.output

@@ -253,6 +253,6 @@ def test_predict_datasets_prices_the_placement(dsn: str) -> None:
     assert float(apart["now_rate_mb_s"]) < float(apart["ideal_rate_mb_s"])
     code, out, err, exc = run(dsn, "predict", "datasets", "--dataset", "together")
     assert exc is None and code == 0, err
-    assert out.splitlines()[0].split()[:3] == ["dataset", "dataset_type", "files"]
+    assert out.splitlines()[0].split()[:3] == ["dataset", "files", "now_s"]
     assert len(out.splitlines()) == 2
     assert "assuming LTO-8:1" in err
