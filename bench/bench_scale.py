@@ -11,7 +11,8 @@ Steps (--steps, default all, in this order; a step needs those before it):
   full         `tapelens marts build --full-refresh` (models; dbt tests excluded, as in the
                incremental build)
   newer-write  the same catalog with 1% of its copies changed (0.4% gone, 0.3% with a new
-               size, 0.3% new beside an old one), written the same way
+               size, 0.3% new beside an old one), written the same way; spread over every
+               volume, or over a share of them (--changed-volumes 0.01: all on 1% of them)
   newer        `tapelens ingest catalog` of the newer dump over the first
   incremental  `tapelens marts build` (incremental marts recompute the changed volumes)
   gaps         `tapelens report gaps --by type`, wall of the whole command, best of 3
@@ -79,6 +80,16 @@ def _mix(i: np.ndarray, seed: int) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+def change_draw(i: np.ndarray, seed: int, spread: float) -> np.ndarray:
+    """Each copy's draw for the newer dump (under GONE: gone, and so on). With spread < 1 the
+    changes fall on that share of the volumes only, all of the same 1% of the copies there."""
+    draw = _mix(i, seed)
+    if spread >= 1.0:
+        return draw
+    chosen = _mix(i // PER_VOLUME, seed + 2) < spread
+    return np.where(chosen, draw * spread, 1.0)
+
+
 def _path(i: pl.Expr, ds: pl.Expr, kind: pl.Expr) -> pl.Expr:
     """An ATLAS-like path: the dataset is the directory, the type a token of the file name."""
     dsn = ds.cast(pl.String).str.zfill(8)
@@ -101,7 +112,9 @@ def _path(i: pl.Expr, ds: pl.Expr, kind: pl.Expr) -> pl.Expr:
     )
 
 
-def catalog_chunk(start: int, stop: int, seed: int, newer: bool) -> pl.DataFrame:
+def catalog_chunk(
+    start: int, stop: int, seed: int, newer: bool, spread: float = 1.0
+) -> pl.DataFrame:
     """The FILE lines of copies start..stop-1 (column `line`), in listing order.
 
     Copy i sits on volume i // PER_VOLUME; of each 100 tape objects the first 10 are members of
@@ -118,7 +131,7 @@ def catalog_chunk(start: int, stop: int, seed: int, newer: bool) -> pl.DataFrame
     ds = (i // 600) * 3 + i % 3
     # about 1.2 GB a file on average: a volume's 5,000 objects fill most of an LTO-7 (6 TB)
     size = np.where(member, 900_000 + i % 97, 100_000_000 + (i * 7919) % 2_200_000_000)
-    draw = _mix(i, seed)
+    draw = change_draw(i, seed, spread)
     dup_draw = _mix(i, seed + 1)
     frame = pl.DataFrame(
         {
@@ -194,7 +207,7 @@ def catalog_chunk(start: int, stop: int, seed: int, newer: bool) -> pl.DataFrame
     )
 
 
-def write_catalog(path: Path, copies: int, seed: int, newer: bool) -> int:
+def write_catalog(path: Path, copies: int, seed: int, newer: bool, spread: float = 1.0) -> int:
     """Write the listing zstd-compressed (two threads); returns the FILE lines written."""
     lines = 0
     started = time.perf_counter()
@@ -203,7 +216,7 @@ def write_catalog(path: Path, copies: int, seed: int, newer: bool) -> int:
         out.write(b"# hsi -q ls -P -R /atlas\n")
         for start in range(0, copies, CHUNK):
             stop = min(start + CHUNK, copies)
-            chunk = catalog_chunk(start, stop, seed, newer)
+            chunk = catalog_chunk(start, stop, seed, newer, spread)
             out.write("\n".join(chunk["line"].to_list()).encode() + b"\n")
             lines += chunk.height
             _progress(path.name, stop, copies, started)
@@ -229,11 +242,11 @@ def write_tapes(path: Path, copies: int) -> int:
     return frame.height
 
 
-def request_paths(path: Path, copies: int, requests: int, seed: int) -> int:
+def request_paths(path: Path, copies: int, requests: int, seed: int, spread: float) -> int:
     """`requests` distinct paths of copies the newer dump keeps, one a line; returns how many."""
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(copies, size=min(requests, copies), replace=False))
-    picked = picked[_mix(picked, seed) >= GONE]
+    picked = picked[change_draw(picked, seed, spread) >= GONE]
     i = pl.Series("i", picked)
     ds = (i // 600) * 3 + i % 3
     frame = pl.DataFrame({"i": i, "ds": ds}).with_columns(
@@ -419,7 +432,7 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
         steps[-1].rows = _count(dsn, live)
     if "newer-write" in args.steps:
         started = time.perf_counter()
-        lines = write_catalog(newer, args.copies, args.seed, newer=True)
+        lines = write_catalog(newer, args.copies, args.seed, True, args.changed_volumes)
         steps.append(Step("newer-write", "newer dump, 1% changed", time.perf_counter() - started))
         steps[-1].rows = lines
         steps[-1].note = f"{lines:,} lines, {newer.stat().st_size / MB:,.0f} MB zstd"
@@ -435,7 +448,7 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
         argv = [*base, "report", "duplicates", "--by", "dataset", "--format", "csv"]
         best("duplicates", "`report duplicates --by dataset`", argv)
     if "plan" in args.steps:
-        n = request_paths(requests, args.copies, args.requests, args.seed)
+        n = request_paths(requests, args.copies, args.requests, args.seed, args.changed_volumes)
         summary = work / "plan.json"
         argv = [*base, "plan", "recall", str(requests), "--drives", "LTO8:6,LTO7:4"]
         result = timed(
@@ -470,6 +483,12 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=10_000_000)
     ap.add_argument("--requests", type=int, default=1_000_000, help="paths in the recall")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument(
+        "--changed-volumes",
+        type=float,
+        default=1.0,
+        help="share of the volumes the newer dump's 1%% of changes fall on (default: all)",
+    )
     ap.add_argument("--steps", type=parse_steps, default=list(STEPS))
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tapelens-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the catalogs written in --workdir")
