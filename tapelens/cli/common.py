@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 import polars as pl
@@ -12,8 +13,12 @@ import polars as pl
 from tapelens.db import connection
 from tapelens.errors import ServerError
 from tapelens.ingest.migrations import migrate
+from tapelens.media import BY_NAME as MEDIA
+from tapelens.media import normalise_drive_type
 from tapelens.server import Server, server_for, start
 from tapelens.settings import default_home
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -79,3 +84,76 @@ def drives_for(
     spec = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
     click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
     return assumed
+
+
+# One vocabulary: the same option name for the same thing in every command. A former spelling
+# still works, hidden from --help, through an alias that hands its value to the option it names.
+def _alias(target: str) -> Callable[[click.Context, click.Parameter, object], object]:
+    def give(ctx: click.Context, param: click.Parameter, value: object) -> object:
+        if value is not None:
+            ctx.params[target] = value
+        return value
+
+    return give
+
+
+def aliased(target: str) -> Callable[[click.Context, click.Parameter, object], object]:
+    """The main option's callback: keep what an alias gave when the option itself was not."""
+
+    def keep(ctx: click.Context, param: click.Parameter, value: object) -> object:
+        given = ctx.get_parameter_source(param.name or target)
+        if given is not click.core.ParameterSource.COMMANDLINE and ctx.params.get(target):
+            return ctx.params[target]
+        return value
+
+    return keep
+
+
+def hidden_alias(name: str, target: str, **kw: Any) -> Callable[[F], F]:
+    """A former spelling of an option, still understood but not listed."""
+    return click.option(
+        name, f"{target}__alias", hidden=True, expose_value=False, callback=_alias(target), **kw
+    )
+
+
+def dataset_type_option(fn: F) -> F:
+    """--dataset-type TYPE (formerly --type)."""
+    fn = hidden_alias("--type", "dataset_type")(fn)
+    return click.option(
+        "--dataset-type",
+        "dataset_type",
+        callback=aliased("dataset_type"),
+        help="Only datasets of this type (AOD, RAW, ...).",
+    )(fn)
+
+
+def assume_media_option(fn: F) -> F:
+    """--assume-media TYPE (formerly --media in simulate): the media of tapes the catalog does
+    not know, checked against the media catalog."""
+    fn = click.option(
+        "--media",
+        "assume_media__alias",
+        hidden=True,
+        expose_value=False,
+        callback=lambda ctx, p, v: _alias("assume_media")(ctx, p, _media_name(v)),
+    )(fn)
+    return click.option(
+        "--assume-media",
+        "assume_media",
+        metavar="TYPE",
+        callback=lambda ctx, p, v: aliased("assume_media")(ctx, p, _media_name(v)),
+        help="Media type of tapes whose type the catalog does not know (default: leave their"
+        " files out).",
+    )(fn)
+
+
+def _media_name(value: object) -> str | None:
+    """'lto8', 'LTO-8' -> 'LTO-8'; a name the media catalog does not know is an error."""
+    if value is None:
+        return None
+    name = normalise_drive_type(str(value))
+    if name not in MEDIA:
+        raise click.BadParameter(
+            f"unknown media type {value!r} (known: {', '.join(sorted(MEDIA))})"
+        )
+    return name

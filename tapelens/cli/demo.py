@@ -103,7 +103,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             *common,
             "plan",
             "repack",
-            "--top",
+            "--limit",
             "10",
             "--drives",
             DEMO_DRIVES,

@@ -9,7 +9,7 @@ from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
 from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, drives_for, pass_app
+from tapelens.cli.common import App, dataset_type_option, drives_for, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -20,7 +20,7 @@ BY = ("copies", "datasets", "tapes")
 
 @BY_NAME["plan"].command("dedup")
 @click.option("--dataset", help="Only this dataset.")
-@click.option("--type", "dataset_type", help="Only datasets of this type (AOD, RAW, ...).")
+@dataset_type_option
 @click.option(
     "--drives",
     "drives_spec",
@@ -57,7 +57,7 @@ def dedup(
     \b
     Example:
         tapelens plan dedup --by datasets
-        tapelens plan dedup --type RAW --format csv -o dedup.csv
+        tapelens plan dedup --dataset-type RAW --format csv -o dedup.csv
     """
     if dataset and dataset_type:
         raise click.UsageError("give --dataset or --type, not both")

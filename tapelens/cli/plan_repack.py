@@ -12,7 +12,7 @@ from tapelens.analysis.repack.advisor import KINDS, RepackOptions
 from tapelens.analysis.repack.plot import plot_gain_cost
 from tapelens.analysis.repack.store import advise
 from tapelens.analysis.throughput.inputs import read_drives
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, aliased, hidden_alias, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -22,7 +22,15 @@ plan = BY_NAME["plan"]
 
 
 @plan.command("repack")
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True)
+@hidden_alias("--top", "limit", type=click.IntRange(min=1))
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    callback=aliased("limit"),
+    help="At most this many candidates.",
+)
 @click.option(
     "--kind",
     "kinds",
@@ -70,7 +78,7 @@ plan = BY_NAME["plan"]
 @pass_app
 def repack(
     app: App,
-    top: int,
+    limit: int,
     kinds: tuple[str, ...],
     drives_spec: str | None,
     recalls_per_year: float,
@@ -94,7 +102,7 @@ def repack(
 
     \b
     Example:
-        tapelens plan repack --top 10 --drives LTO8:4 --recalls-per-year 2 \\
+        tapelens plan repack --limit 10 --drives LTO8:4 --recalls-per-year 2 \\
             --export volumes --export-file repack.vids --plot gain.png
     """
     if export and not export_file:
@@ -105,7 +113,7 @@ def repack(
             raise InputError("no drives: give --drives SPEC (e.g. LTO8:4) or load tapelens.drives")
         options = RepackOptions(
             drives=tuple(drives.items()),
-            top=top,
+            top=limit,
             kinds=kinds or KINDS,
             recalls_per_year=recalls_per_year,
             horizon_years=horizon_years,
@@ -113,7 +121,7 @@ def repack(
             container_bytes=int(container_gb * 1e9),
         )
         advice = advise(conn, options, progress=lambda msg: click.echo(msg, err=True))
-    ranked = advice.top(top)
+    ranked = advice.top(limit)
     s = advice.summary
     click.echo(
         f"{s['candidates']} candidate(s) weighed; top {ranked.height}: "
@@ -123,7 +131,7 @@ def repack(
         err=True,
     )
     if export and export_file:
-        volumes = advice.volumes(top)
+        volumes = advice.volumes(limit)
         Path(export_file).write_text("".join(f"{v}\n" for v in volumes))
         click.echo(f"wrote {len(volumes)} volume(s) to {export_file}", err=True)
     if plot_file:

@@ -9,7 +9,13 @@ from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
 from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.store import load_datasets
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, drives_for, pass_app
+from tapelens.cli.common import (
+    App,
+    assume_media_option,
+    dataset_type_option,
+    drives_for,
+    pass_app,
+)
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -20,18 +26,14 @@ predict = BY_NAME["predict"]
 
 @predict.command("datasets")
 @click.option("--dataset", help="Only this dataset.")
-@click.option("--type", "dataset_type", help="Only datasets of this type (AOD, RAW, ...).")
+@dataset_type_option
 @click.option(
     "--drives",
     "drives_spec",
     metavar="SPEC",
     help="Drives per type, e.g. LTO8:6,LTO7:4 (default: tapelens.drives, else one per media).",
 )
-@click.option(
-    "--assume-media",
-    metavar="TYPE",
-    help="Media type for tapes whose type is unknown (default: leave their files out).",
-)
+@assume_media_option
 @format_option
 @pass_app
 def datasets(
@@ -53,7 +55,7 @@ def datasets(
 
     \b
     Example:
-        tapelens predict datasets --type AOD --drives LTO8:4 --format csv -o aod.csv
+        tapelens predict datasets --dataset-type AOD --drives LTO8:4 --format csv -o aod.csv
     """
     if dataset and dataset_type:
         raise click.UsageError("give --dataset or --type, not both")

@@ -15,7 +15,7 @@ from tapelens.analysis.reports.queries import (
     arrange,
     report_query,
 )
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, dataset_type_option, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.errors import DatabaseError
@@ -50,7 +50,7 @@ def _make(name: str) -> None:
     )
     @click.option("--since", type=click.DateTime(TIME_FORMATS), help="From this time (UTC).")
     @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Before this time (UTC).")
-    @click.option("--dataset-type", help="Only this dataset type (AOD, RAW, ...).")
+    @dataset_type_option
     @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
     @click.option(
         "--min-files",

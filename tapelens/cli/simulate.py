@@ -23,7 +23,7 @@ from tapelens.analysis.sim.simulator import (
     simulate,
 )
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, assume_media_option, pass_app
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -52,7 +52,7 @@ from tapelens.errors import InputError
 @click.option("--client-delay-s", type=float, default=DEFAULT_CLIENT_DELAY_S, show_default=True)
 @click.option("--jitter", type=click.FloatRange(0), default=0.0, help="Spread of read times.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--media", "assume_media", help="Media type of tapes the catalog does not know.")
+@assume_media_option
 @click.option("--summary", "summary_file", type=click.Path(dir_okay=False), help="Summary JSON.")
 @click.option("--events", "events_file", type=click.Path(dir_okay=False), help="Events Parquet.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Occupancy PNG.")

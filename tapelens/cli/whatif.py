@@ -11,7 +11,7 @@ from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES, POLICIES, WhatIfParams
 from tapelens.analysis.whatif.store import CatalogOptions, whatif_from_catalog
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, dataset_type_option, pass_app
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
@@ -72,7 +72,7 @@ def _bytes(text: str | None, what: str) -> int | None:
 @click.option("--split-at", type=click.DateTime(TIME_FORMATS), help="Report before/after.")
 @click.option("--since", type=click.DateTime(TIME_FORMATS), help="Files written from (UTC).")
 @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Files written before (UTC).")
-@click.option("--type", "dataset_type", help="Only this dataset type in the report.")
+@dataset_type_option
 @click.option("--media", help="Media type of every replayed tape (default: as the site wrote).")
 @click.option("--aggregate/--no-aggregate", default=None, help="Pack small files (default: auto).")
 @click.option("--drives", "drives_spec", metavar="SPEC", help="Recall drives, e.g. LTO8:4.")

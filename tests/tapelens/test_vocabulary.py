@@ -1,0 +1,62 @@
+"""One vocabulary: the same option name for the same thing in every command; the former
+spellings still work but are not listed."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tapelens.cli import cli
+from tapelens.cli.common import aliased, assume_media_option, dataset_type_option, hidden_alias
+
+COMMANDS = [
+    ["report", "gaps"],
+    ["predict", "datasets"],
+    ["plan", "dedup"],
+    ["whatif", "placement"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_dataset_type_is_spelled_one_way(command: list[str]) -> None:
+    shown = CliRunner().invoke(cli, [*command, "--help"]).output
+    assert "--dataset-type" in shown and "--type " not in shown
+
+
+def test_limits_and_assumed_media_are_spelled_one_way() -> None:
+    repack = CliRunner().invoke(cli, ["plan", "repack", "--help"]).output
+    assert "--limit" in repack and "--top" not in repack
+    for command in (["simulate"], ["predict", "datasets"]):
+        shown = CliRunner().invoke(cli, [*command, "--help"]).output
+        assert "--assume-media" in shown and "--media " not in shown
+
+
+@click.command()
+@dataset_type_option
+@assume_media_option
+@hidden_alias("--top", "limit", type=int)
+@click.option("--limit", type=int, default=20, callback=aliased("limit"))
+def probe(dataset_type: str | None, assume_media: str | None, limit: int) -> None:
+    click.echo(f"{dataset_type} {assume_media} {limit}")
+
+
+@pytest.mark.parametrize(
+    "argv,printed",
+    [
+        ([], "None None 20"),
+        (["--type", "AOD", "--top", "5", "--media", "lto8"], "AOD LTO-8 5"),
+        (["--dataset-type", "RAW", "--limit", "7", "--assume-media", "LTO-9"], "RAW LTO-9 7"),
+        (["--limit", "3", "--type", "RAW"], "RAW None 3"),
+    ],
+)
+def test_former_spellings_reach_the_same_option(argv: list[str], printed: str) -> None:
+    result = CliRunner().invoke(probe, argv)
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == printed
+
+
+def test_an_unknown_media_type_is_refused_with_the_known_ones() -> None:
+    result = CliRunner().invoke(probe, ["--assume-media", "LTO-99"])
+    assert result.exit_code != 0 and "unknown media type 'LTO-99'" in result.output
+    assert "LTO-8" in result.output
