@@ -149,11 +149,13 @@ class Figures:
     index_s: float
     newer_s: float | None
     changed: int
+    newer_rss_mb: float | None = None
 
     def row(self) -> str:
         limit_s = self.copy_s + self.index_s
         newer = (
-            f"{self.newer_s:.1f} s, **{self.newer_s / self.first_s:.2f}**"
+            f"{self.newer_s:.1f} s, **{self.newer_s / self.first_s:.2f}**,"
+            f" {self.newer_rss_mb or 0:,.0f} MB"
             if self.newer_s is not None
             else "-"
         )
@@ -202,13 +204,13 @@ def run_format(fmt: str, args: argparse.Namespace, work: Path, server: str) -> F
             with conn.cursor() as cur, open(canonical_csv, "wb") as fh, cur.copy(export) as out:
                 for chunk in out:
                     fh.write(chunk)
-        newer_s, changed = None, 0
+        newer_s, changed, newer_rss = None, 0, None
         if "newer" in args.steps:
             newer = work / f"newer-{fmt}-{source.name}"
             changed = newer_dump(fmt, source, newer, args.seed)
             print(f"{fmt}: (d) newer dump, {changed:,} copies changed", file=sys.stderr)
             d = measure([x.format(dsn=dsn_a) for x in ingest] + [str(newer)])
-            newer_s = d.seconds
+            newer_s, newer_rss = d.seconds, d.peak_rss_mb
             newer.unlink()
     print(f"{fmt}: (b) the limit", file=sys.stderr)
     with fresh_database(server) as dsn_b:
@@ -228,7 +230,9 @@ def run_format(fmt: str, args: argparse.Namespace, work: Path, server: str) -> F
                 conn.execute(definition)
             index_s = time.perf_counter() - started
     canonical_csv.unlink()
-    return Figures(fmt, rows, a.seconds, a.peak_rss_mb, copy.seconds, index_s, newer_s, changed)
+    return Figures(
+        fmt, rows, a.seconds, a.peak_rss_mb, copy.seconds, index_s, newer_s, changed, newer_rss
+    )
 
 
 def main() -> None:
@@ -251,7 +255,7 @@ def main() -> None:
     print()
     print(
         "| format | rows | (a) tapelens first load | (b) limit: COPY + indexes | (a)/(b) |"
-        " (a)/(c) COPY alone | peak RSS (a) | (d) newer dump: changed, time, / (a) |"
+        " (a)/(c) COPY alone | peak RSS (a) | (d) newer dump: changed, time, / (a), peak RSS |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for f in figures:

@@ -42,7 +42,7 @@ from psycopg import sql
 
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
-from tapelens.frames import read_frame
+from tapelens.frames import read_batches
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, with_datasets
@@ -542,16 +542,20 @@ class _Known:
     """The live copies of a source before a newer dump of it: each dump row is matched to its
     stored copy by key, and only rows that are new or differ are sent to the server; the stored
     copies no row matched are the ones the dump retires. Keys are kept hashed and sorted, so a
-    batch is matched by binary search (a join would rebuild a table of millions each batch)."""
+    batch is matched by binary search (a join would rebuild a table of millions each batch).
 
-    def __init__(self, read: Callable[[], pl.DataFrame]) -> None:
+    Only fixed-width values are kept, read batch by batch: per copy about 50 bytes (two key
+    hashes, the row digest, where the row stands, a hash of its copy id, its volume's number),
+    whatever the length of its names."""
+
+    def __init__(self, read: Callable[[], Iterator[pl.DataFrame]]) -> None:
         # Read in a thread of its own: the server scans the catalog while the parser starts.
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self.lock = threading.Lock()
         threading.Thread(target=self._load, args=(read,), name="tapelens-known").start()
 
-    def _load(self, read: Callable[[], pl.DataFrame]) -> None:
+    def _load(self, read: Callable[[], Iterator[pl.DataFrame]]) -> None:
         try:
             self._index(read())
         except BaseException as exc:  # noqa: BLE001 - raised where the copies are needed
@@ -564,19 +568,38 @@ class _Known:
         if self._error is not None:
             raise self._error
 
-    def _index(self, stored: pl.DataFrame) -> None:
-        first, second = _key_hashes(stored)
-        order = np.argsort(first, kind="stable")
-        self.hash, self.check = first[order], second[order]
-        stored = stored[order]
-        self.copy_id = stored["copy_id"]
-        self.volume = stored["volume"]
-        self.chunk = stored["chunk"]
-        self.tid = stored["tid"]
-        digest = stored["row_digest"]
-        self.has_digest = digest.is_not_null().to_numpy()
-        self.digest = digest.fill_null(0).to_numpy()
-        self.seen = np.zeros(stored.height, dtype=bool)
+    def _index(self, batches: Iterator[pl.DataFrame]) -> None:
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in _KNOWN_ARRAYS}
+        volumes: dict[str, int] = {}
+        for stored in batches:
+            first, second = _key_hashes(stored)
+            names = stored["volume"].unique().to_list()
+            for name in names:
+                volumes.setdefault(name, len(volumes))
+            digest = stored["row_digest"]
+            parts["hash"].append(first)
+            parts["check"].append(second)
+            parts["has_digest"].append(digest.is_not_null().to_numpy())
+            parts["digest"].append(digest.fill_null(0).to_numpy())
+            parts["chunk"].append(stored["chunk"].cast(pl.UInt32).to_numpy())
+            block = stored["block"].cast(pl.Int64).to_numpy()
+            parts["tid"].append((block << 16) | stored["item"].cast(pl.Int64).to_numpy())
+            parts["copy_hash"].append(stored["copy_hash"].cast(pl.Int64).to_numpy())
+            parts["volume"].append(
+                stored["volume"].replace_strict(volumes, return_dtype=pl.UInt32).to_numpy()
+            )
+        joined = {
+            k: np.concatenate(v) if v else np.empty(0, dtype=_KNOWN_ARRAYS[k])
+            for k, v in parts.items()
+        }
+        del parts
+        order = np.argsort(joined["hash"], kind="stable")
+        self.hash, self.check = joined["hash"][order], joined["check"][order]
+        self.has_digest, self.digest = joined["has_digest"][order], joined["digest"][order]
+        self.chunk, self.tid = joined["chunk"][order], joined["tid"][order]
+        self.copy_hash, self.volume = joined["copy_hash"][order], joined["volume"][order]
+        self.volume_names = volumes
+        self.seen = np.zeros(len(self.hash), dtype=bool)
         self.shared = bool((np.diff(self.hash) == 0).any())  # two stored keys, one first hash
 
     def changed(self, frame: pl.DataFrame, digest: pl.Series) -> pl.Series:
@@ -602,36 +625,64 @@ class _Known:
 
     def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
         """The stored copies no dump row matched (within `volumes` for a per-volume listing):
-        their copy id, and where the row stands (chunk table, tuple id)."""
+        where each row stands (chunk table, tuple id) and the hash of its copy id."""
         self.wait()
-        left = pl.DataFrame(
-            {"copy_id": self.copy_id, "volume": self.volume, "chunk": self.chunk, "tid": self.tid}
-        ).filter(pl.Series(~self.seen))
+        left = ~self.seen
         if volumes is not None:
-            left = left.filter(pl.col("volume").is_in(volumes))
-        return left.select("chunk", "tid", "copy_id")
+            codes = [self.volume_names[v] for v in volumes if v in self.volume_names]
+            left &= np.isin(self.volume, np.array(codes, dtype=np.uint32))
+        tid = self.tid[left]
+        return pl.DataFrame(
+            {
+                "chunk": self.chunk[left].astype(np.int64),
+                "tid": [
+                    f"({b},{i})"
+                    for b, i in zip((tid >> 16).tolist(), (tid & 0xFFFF).tolist(), strict=True)
+                ],
+                "copy_hash": self.copy_hash[left],
+            },
+            schema={"chunk": pl.Int64, "tid": pl.String, "copy_hash": pl.Int64},
+        )
+
+
+_KNOWN_ARRAYS: dict[str, type] = {
+    "hash": np.uint64,
+    "check": np.uint64,
+    "has_digest": np.bool_,
+    "digest": np.int64,
+    "chunk": np.uint32,
+    "tid": np.int64,
+    "copy_hash": np.int64,
+    "volume": np.uint32,
+}
 
 
 def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]) -> _Known:
     """The source's live copies, but those this dump's own files wrote already (uncommitted,
     so unseen by the columnar read on a connection of its own; loads are serialised, so what
     it sees is the state this load started from)."""
+    # A tuple id reads as a point "(block,item)"; the copy id's hash guards the retire against
+    # a row that is no longer the one read (see _apply_catalog).
     query = sql.SQL(
         "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk,"
-        " ctid::text as tid from tapelens.tape_files"
+        " (ctid::text::point)[0]::bigint as block, (ctid::text::point)[1]::int as item,"
+        " hashtextextended(copy_id, 0) as copy_hash from tapelens.tape_files"
         " where source = {} and removed_at is null and ingest_run_id <> all({})"
     ).format(sql.Literal(source), sql.Literal(run_ids))
     text = query.as_string(cur)
 
-    def read() -> pl.DataFrame:
-        return read_frame(dsn, text).select(
-            pl.col("copy_id").cast(pl.String),
-            pl.col("written_at").dt.epoch("us").alias("written_at_us"),
-            pl.col("volume").cast(pl.String),
-            pl.col("row_digest").cast(pl.Int64),
-            pl.col("chunk").cast(pl.Int64),
-            pl.col("tid").cast(pl.String),
-        )
+    def read() -> Iterator[pl.DataFrame]:
+        for batch in read_batches(dsn, text):
+            yield batch.select(
+                pl.col("copy_id").cast(pl.String),
+                pl.col("written_at").dt.epoch("us").alias("written_at_us"),
+                pl.col("volume").cast(pl.String),
+                pl.col("row_digest").cast(pl.Int64),
+                "chunk",
+                "block",
+                "item",
+                "copy_hash",
+            )
 
     return _Known(read)
 
@@ -982,15 +1033,17 @@ def _apply_catalog(
         return
     # The retired copies are found where the read of the stored copies saw them, chunk by
     # chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes only
-    # new or changed copies, so those rows have not moved; the copy id is checked all the same.
+    # new or changed copies, so those rows have not moved; the hash of the copy id is checked
+    # all the same (a table rewritten in between, VACUUM FULL, moves rows).
     for (chunk,), rows in gone.group_by("chunk"):
         cur.execute(
             sql.SQL(
                 "update {} t set removed_at = now(), removed_run_id = %s"
-                " from unnest(%s::tid[], %s::text[]) as g(tid, copy_id)"
-                " where t.ctid = g.tid and t.copy_id = g.copy_id and t.removed_at is null"
+                " from unnest(%s::tid[], %s::bigint[]) as g(tid, copy_hash)"
+                " where t.ctid = g.tid and hashtextextended(t.copy_id, 0) = g.copy_hash"
+                " and t.removed_at is null"
             ).format(_chunk_table(cur, int(chunk))),
-            [max(run_ids), rows["tid"].to_list(), rows["copy_id"].to_list()],
+            [max(run_ids), rows["tid"].to_list(), rows["copy_hash"].to_list()],
         )
 
 

@@ -9,7 +9,7 @@ seconds (`extract(epoch from ...)`) and become UTC datetimes here, in `epoch_utc
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import polars as pl
@@ -42,6 +42,29 @@ def read_frame(dsn: str, query: str, params: Sequence[Any] = ()) -> pl.DataFrame
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame
+
+
+def read_batches(dsn: str, query: str) -> Iterator[pl.DataFrame]:
+    """Run `query` and hand its rows out in Arrow record batches, each as a frame: a caller
+    that keeps only a few columns of each never holds the whole result."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql.dbapi as adbc
+
+    try:
+        conn = adbc.connect(dsn)
+    except adbc_driver_manager.Error as exc:
+        raise DatabaseUnavailable(redact(dsn), one_line(exc)) from None
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query)
+            for batch in cur.fetch_record_batch():
+                frame = pl.from_arrow(batch)
+                assert isinstance(frame, pl.DataFrame)
+                yield frame
+    except adbc_driver_manager.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    finally:
+        conn.close()
 
 
 def copy_frame(
