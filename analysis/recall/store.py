@@ -315,13 +315,25 @@ def plan_from_database(
     """Plan `requests` against the catalog, with the model parameters in use (calibrated where
     a fit is stored, defaults elsewhere) and the site's media catalog. `note` hears when byte
     addresses had to be summed from the catalog; `progress`, each step as it ends."""
+    catalog, params, readers = planning_inputs(conn, requests, note, progress)
+    plan = plan_recall(requests, catalog, params, options, readers, progress)
+    return with_not_found_causes(conn, plan), params
+
+
+def planning_inputs(
+    conn: psycopg.Connection,
+    requests: pl.DataFrame,
+    note: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[pl.DataFrame, dict[str, ModelParams], dict[str, tuple[str, ...]]]:
+    """What a plan of `requests` needs from the database: the catalog of their copies, the
+    model parameters in use per media type (calibrated where a fit is stored, defaults
+    elsewhere) and which drive types read each media type."""
     catalog = load_catalog(conn, requests, note)
     if progress is not None:
         progress(f"read {catalog.height:,} copies from the database")
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    readers = params_store.readable_by(conn)
-    plan = plan_recall(requests, catalog, params, options, readers, progress)
-    return with_not_found_causes(conn, plan), params
+    return catalog, params, dict(params_store.readable_by(conn))
 
 
 def with_not_found_causes(conn: psycopg.Connection, plan: RecallPlan) -> RecallPlan:

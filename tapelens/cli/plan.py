@@ -20,13 +20,24 @@ from tapelens.analysis.recall.policies import (
     Sharing,
     parse_group_weights,
 )
+from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
 plan = BY_NAME["plan"]
+
+
+POLICY_HELP = (
+    "Which waiting tape a free drive takes: fifo, the tape of the earliest request;"
+    " by-demand, the tape with the most requested bytes; time-slider, the tape of the oldest"
+    " request (higher priority first), with every other request on it; equal, the requester"
+    " with the fewest drives busy for it; group, likewise between groups; weighted, groups in"
+    " proportion to --group-weights."
+)
 
 
 @plan.command("recall")
@@ -37,11 +48,7 @@ plan = BY_NAME["plan"]
     type=click.Choice(POLICIES),
     default=DEFAULT_POLICY,
     show_default=True,
-    help="Which waiting tape a free drive takes: fifo, the tape of the earliest request;"
-    " by-demand, the tape with the most requested bytes; time-slider, the tape of the oldest"
-    " request (higher priority first), with every other request on it; equal, the requester"
-    " with the fewest drives busy for it; group, likewise between groups; weighted, groups in"
-    " proportion to --group-weights.",
+    help=POLICY_HELP,
 )
 @click.option(
     "--max-drives-per-group", type=click.IntRange(min=1), help="Drives one group may hold."
@@ -170,6 +177,66 @@ class _Steps:
         elapsed = time.monotonic() - self.started
         if elapsed >= self.QUIET_S:
             click.echo(f"plan recall: {line} ({elapsed:.1f} s)", err=True)
+
+
+@plan.command("policies")
+@click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--drives", "drives_spec", required=True, metavar="SPEC", help="e.g. LTO8:6,LTO7:4")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Choice(POLICIES),
+    help="A policy to compare (repeatable; default: all, weighted only with --group-weights). "
+    + POLICY_HELP,
+)
+@click.option(
+    "--group-weights",
+    metavar="G=W,...",
+    help="Each group's share of the drives, for the weighted policy.",
+)
+@click.option(
+    "--requesters",
+    "by_requester",
+    is_flag=True,
+    help="One row per policy and requester (files, bytes, when the last is read) instead.",
+)
+@format_option
+@pass_app
+def policies_cmd(
+    app: App,
+    requests: str,
+    drives_spec: str,
+    policies: tuple[str, ...],
+    group_weights: str | None,
+    by_requester: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Plan the same REQUESTS under several drive-sharing policies and compare them: makespan,
+    mounts, when the first, median and last requester is served, and fairness (Jain's index
+    over the requesters' throughputs: 1 when all are served at the same rate).
+
+    \b
+    Example:
+        tapelens plan policies campaign.csv --drives LTO8:6,LTO7:4
+        tapelens plan policies campaign.csv --drives LTO8:4 --policy fifo --policy equal \\
+            --requesters --format csv
+    """
+    sharing = Sharing(group_weights=parse_group_weights(group_weights) if group_weights else ())
+    chosen = policies or default_policies(sharing)
+    for policy in chosen:
+        Sharing(policy=policy, group_weights=sharing.group_weights)  # weighted needs weights
+    options = PlanOptions(drives=tuple(parse_drives(drives_spec).items()), sharing=sharing)
+    asked = read_requests(requests)
+    with connection(app.dsn(), autocommit=True) as conn:
+        catalog, params, readers = plan_store.planning_inputs(
+            conn, asked, note=lambda line: click.echo(f"tapelens: {line}", err=True)
+        )
+    table, served = compare_policies(asked, catalog, params, options, chosen, readers)
+    if table["files"].sum() == 0:
+        raise InputError("nothing to recall: no requested file has a readable copy on these drives")
+    emit(served if by_requester else table, fmt, output)
 
 
 @plan.command("compare")

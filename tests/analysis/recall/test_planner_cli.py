@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -264,3 +265,28 @@ def test_requests_that_cannot_be_planned_are_errors_with_their_cause(
         ("/store/X/x0", "removed from the catalog (2024-05-06)"),
         ("/store/nope", "not in the catalog"),
     ]
+
+
+def test_plan_policies_compares_the_same_request_under_each_policy(
+    site: str, tmp_path: Path
+) -> None:
+    asked = tmp_path / "asked.csv"
+    asked.write_text("dataset,path,requester\nD,,ann\n,/store/X/x0,bob\n")
+    runner = CliRunner()
+    base = ["--dsn", site, "plan", "policies", str(asked), "--drives", "LTO8:2"]
+    result = runner.invoke(cli, [*base, "--format", "csv"])
+    assert result.exception is None, result.exception
+    table = pl.read_csv(io.StringIO(result.stdout))
+    assert table["policy"].to_list() == ["fifo", "by-demand", "time-slider", "equal", "group"]
+    assert set(table["files"]) == {11} and set(table["requesters"]) == {2}
+    assert table["fairness"].is_between(0.5, 1.0).all()
+    result = runner.invoke(cli, [*base, "--policy", "equal", "--requesters", "--format", "csv"])
+    assert result.exception is None, result.exception
+    served = pl.read_csv(io.StringIO(result.stdout))
+    assert served.select("policy", "requester", "files").rows() == [
+        ("equal", "ann", 10),
+        ("equal", "bob", 1),
+    ]
+    weighted = runner.invoke(cli, [*base, "--policy", "weighted"])
+    assert isinstance(weighted.exception, InputError)
+    assert "--group-weights" in str(weighted.exception)
