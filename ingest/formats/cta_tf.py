@@ -43,8 +43,10 @@ from tapelens.ingest.formats.blocks import (
     REFUSED,
     Block,
     BlockReader,
+    FileBlocks,
     block_bytes_for,
     fast_path_ok,
+    is_plain_file,
     line_series,
 )
 from tapelens.ingest.formats.cta_tf_blocks import text_cells, text_fields
@@ -207,7 +209,8 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
         return pl.concat([plain, lines.frame()]).sort("line_no")
 
     name = str(path)
-    with BlockReader(path) as reader:
+    # A plain file is mapped: its blocks are not copied twice.
+    with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
         reader.name = name
         done = False
         for block in reader.blocks(block_bytes_for(options.batch_rows)):

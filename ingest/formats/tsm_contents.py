@@ -23,7 +23,14 @@ import polars as pl
 from tapelens.errors import ConfigError, ParseError
 from tapelens.ingest.canonical import conform_with_lines
 from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject
-from tapelens.ingest.formats.blocks import REFUSED, BlockReader, block_bytes_for, line_series
+from tapelens.ingest.formats.blocks import (
+    REFUSED,
+    BlockReader,
+    FileBlocks,
+    block_bytes_for,
+    is_plain_file,
+    line_series,
+)
 from tapelens.ingest.formats.fields import (
     batches,
     check_strict,
@@ -107,7 +114,8 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
     archives = Archives.read(archives_path, strict=options.strict, by_blocks=by_blocks)
     state = _State(options, str(path))
     name = str(path)
-    with BlockReader(path) as reader:
+    # A plain file is mapped: its blocks are not copied twice.
+    with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
         reader.name = name
         done = False
         for block in reader.blocks(block_bytes_for(options.batch_rows)):
@@ -335,7 +343,8 @@ class Archives:
         Plain lines are read a block at a time, the others one by one in their place."""
         found: list[pl.DataFrame] = []
         reading = _ArchiveLines(strict, by_blocks)
-        with BlockReader(path) as reader:
+        # A plain file is mapped: its blocks are not copied twice.
+        with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
             reading.name = reader.name
             for block in reader.blocks(block_bytes_for(BATCH_ROWS)):
                 raw, refused = line_series(block)

@@ -8,6 +8,7 @@ leaves to the line-by-line path; small blocks make runs, ranks and headers cross
 
 from __future__ import annotations
 
+import gzip
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -277,6 +278,9 @@ def test_a_dump_of_many_blocks_reads_as_lines(tmp_path: Path) -> None:
     options = {"extra": {"archives": str(archives)}}
     with small_blocks(tsm_contents, 20_000):
         fast = outcome(tsm_contents.parse, path, **options)
+        packed = tmp_path / "contents.csv.gz"  # read as a stream, not mapped
+        packed.write_bytes(gzip.compress(path.read_bytes()))
+        assert_same(outcome(tsm_contents.parse, packed, **options), fast)
     assert_same(fast, outcome(tsm_contents.parse_by_line, path, **options))
 
 
@@ -376,4 +380,7 @@ def test_cta_tables_of_many_blocks_read_as_lines(tmp_path: Path) -> None:
         path.write_bytes((data / name).read_bytes() * 200)
         with small_blocks(cta_tf, 3000):
             fast = outcome(cta_tf.parse, path, timezone="Europe/Zurich")
+            packed = tmp_path / f"{name}.gz"  # read as a stream, not mapped
+            packed.write_bytes(gzip.compress(path.read_bytes()))
+            assert_same(outcome(cta_tf.parse, packed, timezone="Europe/Zurich"), fast)
         assert_same(fast, outcome(cta_tf.parse_by_line, path, timezone="Europe/Zurich"))
