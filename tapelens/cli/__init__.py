@@ -32,6 +32,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "plan": ("plan", "plan_repack", "plan_dedup"),
     "simulate": ("simulate",),
     "whatif": ("whatif",),
+    "drives": ("drives",),
     "dashboards": ("dashboards",),
     "demo": ("demo", "synth"),
 }

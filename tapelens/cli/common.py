@@ -9,9 +9,10 @@ from typing import Any, TypeVar
 
 import click
 import polars as pl
+import psycopg
 
 from tapelens.db import connection
-from tapelens.errors import ServerError
+from tapelens.errors import InputError, ServerError
 from tapelens.ingest.migrations import migrate
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
@@ -157,3 +158,20 @@ def _media_name(value: object) -> str | None:
             f"unknown media type {value!r} (known: {', '.join(sorted(MEDIA))})"
         )
     return name
+
+
+def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str, int]:
+    """The drives a command was given (--drives), else the online drives of the inventory;
+    none at all is an error that says how to give them."""
+    from tapelens.analysis.recall.drives import parse_drives
+    from tapelens.analysis.throughput.inputs import read_drives
+
+    if spec:
+        return parse_drives(spec)
+    listed = read_drives(conn)
+    if not listed:
+        raise InputError(
+            "no drives: give --drives SPEC (e.g. LTO8:6,LTO7:4), or list the site's drives with"
+            " `tapelens drives load FILE.csv` or `tapelens drives derive`"
+        )
+    return listed

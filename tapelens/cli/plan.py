@@ -11,7 +11,6 @@ import click
 from tapelens.analysis.recall import export as plan_export
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.direct import DirectSubmission
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.engine import OBJECTIVES
 from tapelens.analysis.recall.planner import PlanOptions
 from tapelens.analysis.recall.policies import (
@@ -22,7 +21,7 @@ from tapelens.analysis.recall.policies import (
 )
 from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
 from tapelens.analysis.recall.requests import read_requests
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, drives_or_inventory, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -42,7 +41,12 @@ POLICY_HELP = (
 
 @plan.command("recall")
 @click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--drives", "drives_spec", required=True, metavar="SPEC", help="e.g. LTO8:6,LTO7:4")
+@click.option(
+    "--drives",
+    "drives_spec",
+    metavar="SPEC",
+    help="e.g. LTO8:6,LTO7:4 (default: the online drives of `tapelens drives`).",
+)
 @click.option(
     "--policy",
     type=click.Choice(POLICIES),
@@ -95,7 +99,7 @@ POLICY_HELP = (
 def recall(
     app: App,
     requests: str,
-    drives_spec: str,
+    drives_spec: str | None,
     policy: str,
     max_drives_per_group: int | None,
     requester_limit: int | None,
@@ -128,14 +132,14 @@ def recall(
         requester_limit=requester_limit,
         group_weights=parse_group_weights(group_weights) if group_weights else (),
     )
-    options = PlanOptions(
-        drives=tuple(parse_drives(drives_spec).items()),
-        sharing=sharing,
-        objective=objective,
-        direct=DirectSubmission(window=fifo_window),
-    )
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
+        options = PlanOptions(
+            drives=tuple(drives_or_inventory(conn, drives_spec).items()),
+            sharing=sharing,
+            objective=objective,
+            direct=DirectSubmission(window=fifo_window),
+        )
         result, params = plan_store.plan_from_database(
             conn,
             asked,
@@ -181,7 +185,12 @@ class _Steps:
 
 @plan.command("policies")
 @click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--drives", "drives_spec", required=True, metavar="SPEC", help="e.g. LTO8:6,LTO7:4")
+@click.option(
+    "--drives",
+    "drives_spec",
+    metavar="SPEC",
+    help="e.g. LTO8:6,LTO7:4 (default: the online drives of `tapelens drives`).",
+)
 @click.option(
     "--policy",
     "policies",
@@ -206,7 +215,7 @@ class _Steps:
 def policies_cmd(
     app: App,
     requests: str,
-    drives_spec: str,
+    drives_spec: str | None,
     policies: tuple[str, ...],
     group_weights: str | None,
     by_requester: bool,
@@ -227,9 +236,10 @@ def policies_cmd(
     chosen = policies or default_policies(sharing)
     for policy in chosen:
         Sharing(policy=policy, group_weights=sharing.group_weights)  # weighted needs weights
-    options = PlanOptions(drives=tuple(parse_drives(drives_spec).items()), sharing=sharing)
     asked = read_requests(requests)
     with connection(app.dsn(), autocommit=True) as conn:
+        drives = drives_or_inventory(conn, drives_spec)
+        options = PlanOptions(drives=tuple(drives.items()), sharing=sharing)
         catalog, params, readers = plan_store.planning_inputs(
             conn, asked, note=lambda line: click.echo(f"tapelens: {line}", err=True)
         )

@@ -7,16 +7,13 @@ from pathlib import Path
 import click
 import polars as pl
 
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.repack.advisor import KINDS, RepackOptions
 from tapelens.analysis.repack.plot import plot_gain_cost
 from tapelens.analysis.repack.store import advise
-from tapelens.analysis.throughput.inputs import read_drives
-from tapelens.cli.common import App, aliased, hidden_alias, pass_app
+from tapelens.cli.common import App, aliased, drives_or_inventory, hidden_alias, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
-from tapelens.errors import InputError
 
 plan = BY_NAME["plan"]
 
@@ -108,9 +105,7 @@ def repack(
     if export and not export_file:
         raise click.UsageError("--export volumes needs --export-file FILE")
     with connection(app.dsn(), autocommit=True) as conn:
-        drives = parse_drives(drives_spec) if drives_spec else read_drives(conn)
-        if not drives:
-            raise InputError("no drives: give --drives SPEC (e.g. LTO8:4) or load tapelens.drives")
+        drives = drives_or_inventory(conn, drives_spec)
         options = RepackOptions(
             drives=tuple(drives.items()),
             top=limit,

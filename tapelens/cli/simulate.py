@@ -8,7 +8,6 @@ from typing import Any
 import click
 import numpy as np
 
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.sim import io as sim_io
 from tapelens.analysis.sim.simulator import (
     DEFAULT_CLIENT_DELAY_S,
@@ -23,7 +22,7 @@ from tapelens.analysis.sim.simulator import (
     simulate,
 )
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, assume_media_option, pass_app
+from tapelens.cli.common import App, assume_media_option, drives_or_inventory, pass_app
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -35,7 +34,11 @@ from tapelens.errors import InputError
 @click.option("--requests", "requests_file", type=click.Path(), help="A request list instead.")
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), help="Default: planned with a PLAN.")
 @click.option("--policy", type=click.Choice(POLICIES), default="time-slider", show_default=True)
-@click.option("--drives", help="Drive types and counts, e.g. LTO8:6,LTO7:4 (default: the plan's).")
+@click.option(
+    "--drives",
+    help="Drive types and counts, e.g. LTO8:6,LTO7:4 (default: the plan's; for --requests,"
+    " the online drives of `tapelens drives`).",
+)
 @click.option("--robots", type=click.IntRange(1), default=DEFAULT_ROBOTS, show_default=True)
 @click.option("--robot-s", type=float, help="Robot move time (default: the media type's).")
 @click.option("--window", type=click.IntRange(1), help="Requests the scheduler sees at once.")
@@ -70,8 +73,6 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
     """
     if (plan is None) == (requests_file is None):
         raise InputError("give either a PLAN or --requests FILE")
-    if requests_file is not None and not opts["drives"]:
-        raise InputError("--drives is needed with --requests (e.g. --drives LTO8:4)")
     scheduler = opts["scheduler"] or ("planned" if plan else "sorted")
     config = SimConfig(
         scheduler=scheduler,
@@ -88,8 +89,12 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
             source = sim_io.load_plan(conn, plan, opts["assume_media"])
         else:
             source = sim_io.load_requests(conn, str(requests_file), opts["assume_media"])
-    if opts["drives"]:
-        library = Library.from_counts(parse_drives(opts["drives"]), opts["robots"], opts["robot_s"])
+        # A plan names its drives; a request list takes --drives, else the inventory's.
+        counts = (
+            drives_or_inventory(conn, opts["drives"]) if opts["drives"] or plan is None else None
+        )
+    if counts is not None:
+        library = Library.from_counts(counts, opts["robots"], opts["robot_s"])
     else:
         library = Library.from_names(list(source.drives), opts["robots"], opts["robot_s"])
     result = simulate(source.requests, library, params, config, np.random.default_rng(opts["seed"]))

@@ -154,14 +154,11 @@ def test_plans_without_a_known_media_type_or_columns_are_refused(tmp_path: Path)
         sim_io.read_plan_file(bad)
 
 
-def test_the_command_needs_one_input_and_drives(tmp_path: Path) -> None:
+def test_the_command_needs_one_input(tmp_path: Path) -> None:
     runner = CliRunner()
     neither = runner.invoke(cli, ["--dsn", "postgresql:///unused", "simulate"])
     assert isinstance(neither.exception, InputError)
     assert "either a PLAN or --requests" in str(neither.exception)
-    no_drives = runner.invoke(cli, ["--dsn", "postgresql:///unused", "simulate", "--requests", "x"])
-    assert isinstance(no_drives.exception, InputError)
-    assert "--drives is needed" in str(no_drives.exception)
 
 
 def test_occupancy_spans_merge_back_to_back_reads() -> None:
