@@ -354,7 +354,9 @@ class Archives:
         if strict and reading.refused:
             first = reading.refused[0]
             raise ParseError(reading.name, first.line_no, first.reason)
-        dates = pl.concat([*found, reading.one_by_one()]).sort("line_no")
+        dates = pl.concat([*found, reading.one_by_one()])
+        if reading.found:  # lines read one by one go back to their place (the first date wins)
+            dates = dates.sort("line_no")
         return cls(dates["object"].to_numpy(), dates["date_us"].to_numpy())
 
     def join(self, frame: pl.DataFrame, lines: Lines) -> pl.DataFrame:
