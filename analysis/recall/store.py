@@ -27,6 +27,7 @@ from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
 from tapelens.models import MARTS_SCHEMA
+from tapelens.tape_states import NOT_RECALLABLE
 
 CATALOG_SCHEMA: dict[str, Any] = {
     "file_id": pl.String,
@@ -366,6 +367,55 @@ def with_not_found_causes(conn: psycopg.Connection, plan: RecallPlan) -> RecallP
     )
     resolution = replace(plan.resolution, not_found=caused)
     return replace(plan, resolution=resolution)
+
+
+_TAPE_FILL = """
+select t.volume, coalesce(t.capacity_bytes, m.capacity_bytes)::bigint as capacity_bytes,
+       coalesce(f.filled, 0)::bigint as filled_bytes
+from tapelens.tapes t
+left join tapelens.media_types m on m.media_type = t.media_type
+left join (
+    select volume, sum(size_bytes) as filled from tapelens.tape_files group by volume
+) f on f.volume = t.volume
+"""
+_LIVE_COPIES = """
+select f.file_id, f.path, f.size_bytes, f.volume, extract(epoch from f.written_at) as written_at,
+       f.copy_no
+from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
+where f.removed_at is null and coalesce(t.state, 'unknown') <> all({})
+"""
+_LIVE_SCHEMA: dict[str, Any] = {
+    "file_id": pl.String,
+    "path": pl.String,
+    "size_bytes": pl.Int64,
+    "volume": pl.String,
+    "written_at": pl.Float64,
+    "copy_no": pl.Int32,
+}
+
+
+def tapeinfo_inputs(
+    conn: psycopg.Connection, requests: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The live copies on tapes that can be read now (of the requested files, or all) and every
+    tape's capacity and fill (bytes of every copy it holds), for dCache's tape info files."""
+    try:
+        if requests is None:
+            # Every live copy, through COPY into Polars (a site holds millions).
+            query = sql.SQL(_LIVE_COPIES).format(sql.Literal(list(NOT_RECALLABLE)))
+            copies = copy_frame(conn, query, _LIVE_SCHEMA, epoch=("written_at",))
+        else:
+            copies = load_catalog(conn, requests).filter(
+                ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
+            )
+        tapes = pl.DataFrame(
+            conn.execute(_TAPE_FILL).fetchall(),
+            schema={"volume": pl.String, "capacity_bytes": pl.Int64, "filled_bytes": pl.Int64},
+            orient="row",
+        )
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    return copies, tapes
 
 
 def save_plan(

@@ -33,6 +33,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "simulate": ("simulate",),
     "whatif": ("whatif",),
     "drives": ("drives",),
+    "export": ("export",),
     "dashboards": ("dashboards",),
     "demo": ("demo", "synth"),
 }

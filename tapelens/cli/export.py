@@ -1,0 +1,70 @@
+"""`tapelens export`: what a staging system reads about the site's tapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.requests import read_requests
+from tapelens.analysis.recall.tapeinfo import FORMATS, parse_path_map, tapeinfo, write_tapeinfo
+from tapelens.cli.common import App, pass_app
+from tapelens.db import connection
+from tapelens.errors import InputError
+
+
+@click.group("export", context_settings={"help_option_names": ["-h", "--help"]})
+def group() -> None:
+    """Files a staging system reads about the site's tapes."""
+
+
+@group.command("dcache-tapeinfo")
+@click.option(
+    "-o",
+    "--output-dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Where the two files go (dCache reads /etc/dcache/tapeinfo).",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@click.option(
+    "--requests",
+    "requests_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Only the files of this request list (default: every live file).",
+)
+@click.option(
+    "--path-map",
+    "path_map",
+    multiple=True,
+    metavar="FROM=TO",
+    help="Rewrite a path prefix to the path dCache is asked for (repeatable; first match wins).",
+)
+@pass_app
+def dcache_tapeinfo(
+    app: App,
+    output_dir: str,
+    fmt: str,
+    requests_file: str | None,
+    path_map: tuple[str, ...],
+) -> None:
+    """dCache's tape information files for its bring-online clustering: tapes.json and
+    tapefiles.json (or tapes.txt and tapefiles.txt with --format csv). Each file is on the tape
+    of the copy the tape system recalls (the newest live copy on a tape that can be read now);
+    sizes in kB of 1,000 bytes, rounded up; a tape is filled with every copy it holds.
+
+    \b
+    Example:
+        tapelens export dcache-tapeinfo -o tapeinfo/ --path-map /hpss/atlas=/pnfs/example.org/atlas
+    """
+    mapping = parse_path_map(path_map)
+    asked = read_requests(requests_file) if requests_file else None
+    with connection(app.dsn()) as conn:
+        copies, tapes = plan_store.tapeinfo_inputs(conn, asked)
+    if copies.height == 0:
+        raise InputError("no live file on a tape that can be read now: nothing to export")
+    info, files = tapeinfo(copies, tapes, mapping)
+    for path in write_tapeinfo(info, files, Path(output_dir), fmt):
+        click.echo(f"wrote {path}", err=True)
+    click.echo(f"{files.height:,} files on {info.height:,} tapes", err=True)
