@@ -588,16 +588,17 @@ class _Known:
             parts["volume"].append(
                 stored["volume"].replace_strict(volumes, return_dtype=pl.UInt32).to_numpy()
             )
-        joined = {
-            k: np.concatenate(v) if v else np.empty(0, dtype=_KNOWN_ARRAYS[k])
-            for k, v in parts.items()
-        }
-        del parts
-        order = np.argsort(joined["hash"], kind="stable")
-        self.hash, self.check = joined["hash"][order], joined["check"][order]
-        self.has_digest, self.digest = joined["has_digest"][order], joined["digest"][order]
-        self.chunk, self.tid = joined["chunk"][order], joined["tid"][order]
-        self.copy_hash, self.volume = joined["copy_hash"][order], joined["volume"][order]
+        # One array at a time, its parts freed as it is joined and its unsorted copy as it is
+        # sorted: the peak stays near one copy of the index, not three.
+        hashes = _joined(parts, "hash")
+        order = np.argsort(hashes, kind="stable")
+        self.hash = hashes[order]
+        del hashes
+        sorted_arrays = {k: _joined(parts, k)[order] for k in list(parts)}
+        self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
+        self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
+        self.tid, self.copy_hash = sorted_arrays["tid"], sorted_arrays["copy_hash"]
+        self.volume = sorted_arrays["volume"]
         self.volume_names = volumes
         self.seen = np.zeros(len(self.hash), dtype=bool)
         self.shared = bool((np.diff(self.hash) == 0).any())  # two stored keys, one first hash
@@ -643,6 +644,12 @@ class _Known:
             },
             schema={"chunk": pl.Int64, "tid": pl.String, "copy_hash": pl.Int64},
         )
+
+
+def _joined(parts: dict[str, list[np.ndarray]], key: str) -> np.ndarray:
+    """The batches' arrays of `key` as one, taken out of `parts` (their memory freed)."""
+    pieces = parts.pop(key)
+    return np.concatenate(pieces) if pieces else np.empty(0, dtype=_KNOWN_ARRAYS[key])
 
 
 _KNOWN_ARRAYS: dict[str, type] = {
