@@ -69,7 +69,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
     _step("marts", [*common, "marts", "build"])
     _step("gap report", [*common, "report", "gaps", "--by", "type"])
-    _step("top duplicates", [*common, "report", "duplicates", "--limit", "5", "--format", "csv"])
+    _step("top duplicates", [*common, "report", "duplicates", "--limit", "5"])
     fit = ["throughput", "calibrate", "--min-reads", "50", "--min-mounts", "5"]
     _step("calibrate", [*common, *fit])
     _step("parameters", [*common, "throughput", "show"])
