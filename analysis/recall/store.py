@@ -379,8 +379,8 @@ left join (
 ) f on f.volume = t.volume
 """
 _LIVE_COPIES = """
-select f.file_id, f.path, f.size_bytes, f.volume, extract(epoch from f.written_at) as written_at,
-       f.copy_no
+select f.file_id, f.path, f.size_bytes, f.volume, f.position, f.offset_bytes,
+       extract(epoch from f.written_at) as written_at, f.copy_no
 from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'unknown') <> all({})
 """
@@ -389,6 +389,8 @@ _LIVE_SCHEMA: dict[str, Any] = {
     "path": pl.String,
     "size_bytes": pl.Int64,
     "volume": pl.String,
+    "position": pl.Int64,
+    "offset_bytes": pl.Int64,
     "written_at": pl.Float64,
     "copy_no": pl.Int32,
 }
@@ -398,7 +400,8 @@ def tapeinfo_inputs(
     conn: psycopg.Connection, requests: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The live copies on tapes that can be read now (of the requested files, or all) and every
-    tape's capacity and fill (bytes of every copy it holds), for dCache's tape info files."""
+    tape's capacity and fill (bytes of every copy it holds), for dCache's tape info files and
+    ENDIT's tape hints."""
     try:
         if requests is None:
             # Every live copy, through COPY into Polars (a site holds millions).

@@ -1,4 +1,5 @@
-"""dCache's tape information files for its bring-online clustering scheduler.
+"""What staging systems read about where files are on tape: dCache's tape information files
+for its bring-online clustering scheduler, and ENDIT's tape hint file.
 
 dCache's SRM manager groups bring-online requests by tape when it knows where each file is: two
 files in its tape info directory (default /etc/dcache/tapeinfo), as JSON (`tapes.json`,
@@ -14,6 +15,12 @@ rounded up (a file of 1 byte takes 1 kB). A tape is filled with every copy it ho
 the catalog no longer lists included, as the tape itself is until it is repacked. Paths are
 tape-system paths: `path_map` rewrites their prefixes to the paths dCache is asked for (an HPSS
 /hpss/atlas becomes dCache's /pnfs/example.org/data/atlas, say).
+
+ENDIT (the dCache interface to IBM Spectrum Protect) reads a tape hint file to retrieve from
+several tapes at once: one JSON object keyed by the name a file has in Spectrum Protect (the
+file name without its directories, as ENDIT archives it; the whole path with `full_names`),
+each with `volid` (the volume), `order` (the file's place on that volume, counted from 0 in tape
+order) and `size` (bytes), for the same copy as above.
 """
 
 from __future__ import annotations
@@ -106,3 +113,24 @@ def write_tapeinfo(
     for frame, target in zip((tapes, files), targets, strict=True):
         target.write_text("".join(",".join(str(v) for v in row) + "\n" for row in frame.rows()))
     return list(targets)
+
+
+def endit_hints(copies: pl.DataFrame, full_names: bool = False) -> dict[str, dict[str, object]]:
+    """ENDIT's tape hints: name -> {volid, order, size} for the copy a tape system recalls.
+    `copies` as for tapeinfo, with position and offset_bytes."""
+    chosen = newest_copies(copies, "file_id").sort(
+        "volume", "position", "offset_bytes", nulls_last=False
+    )
+    name = pl.col("path") if full_names else pl.col("path").str.extract(r"([^/]*)$")
+    hints = chosen.select(
+        name.alias("name"),
+        pl.col("volume"),
+        pl.int_range(pl.len()).over("volume").alias("order"),
+        pl.col("size_bytes"),
+    )
+    if hints["name"].is_duplicated().any():
+        twice = hints.filter(pl.col("name").is_duplicated())["name"][0]
+        raise InputError(
+            f"two files share the name {twice!r} without their directories: use --full-names"
+        )
+    return {n: {"volid": v, "order": o, "size": b} for n, v, o, b in hints.rows()}

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import read_requests
-from tapelens.analysis.recall.tapeinfo import FORMATS, parse_path_map, tapeinfo, write_tapeinfo
+from tapelens.analysis.recall.tapeinfo import (
+    FORMATS,
+    endit_hints,
+    parse_path_map,
+    tapeinfo,
+    write_tapeinfo,
+)
 from tapelens.cli.common import App, pass_app
 from tapelens.db import connection
 from tapelens.errors import InputError
@@ -68,3 +75,48 @@ def dcache_tapeinfo(
     for path in write_tapeinfo(info, files, Path(output_dir), fmt):
         click.echo(f"wrote {path}", err=True)
     click.echo(f"{files.height:,} files on {info.height:,} tapes", err=True)
+
+
+@group.command("endit-hints")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The hint file (ENDIT's retriever_hintfile).",
+)
+@click.option(
+    "--requests",
+    "requests_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Only the files of this request list (default: every live file).",
+)
+@click.option(
+    "--full-names",
+    is_flag=True,
+    help="Key files by their whole path (default: the name without directories, as ENDIT"
+    " archives files under their dCache id).",
+)
+@pass_app
+def endit(app: App, output: str, requests_file: str | None, full_names: bool) -> None:
+    """ENDIT's tape hint file, which lets its retriever read from several tapes at once: per
+    file its volume (volid), its place on the volume counted from 0 in tape order (order) and
+    its size in bytes, for the copy a tape system recalls. Written aside and renamed, so
+    ENDIT never reads half a file.
+
+    \b
+    Example:
+        tapelens export endit-hints -o /var/spool/endit/tapehints/NODE.json
+    """
+    asked = read_requests(requests_file) if requests_file else None
+    with connection(app.dsn()) as conn:
+        copies, _ = plan_store.tapeinfo_inputs(conn, asked)
+    if copies.height == 0:
+        raise InputError("no live file on a tape that can be read now: nothing to export")
+    hints = endit_hints(copies, full_names)
+    target = Path(output)
+    aside = target.with_name(f".{target.name}.partial")
+    aside.write_text(json.dumps(hints) + "\n")
+    aside.replace(target)
+    volumes = len({h["volid"] for h in hints.values()})
+    click.echo(f"wrote {target}: {len(hints):,} files on {volumes:,} volumes", err=True)

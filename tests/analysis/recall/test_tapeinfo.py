@@ -14,7 +14,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.recall.tapeinfo import parse_path_map, tapeinfo, write_tapeinfo
+from tapelens.analysis.recall.tapeinfo import (
+    endit_hints,
+    parse_path_map,
+    tapeinfo,
+    write_tapeinfo,
+)
 from tapelens.cli import cli
 from tapelens.errors import InputError
 
@@ -28,7 +33,10 @@ COPIES = pl.DataFrame(
         "volume": ["T1", "T1", "T2"],
         "written_at": [T0, T0, T1],
         "copy_no": [1, 1, 2],
-    }
+        "position": [9, 4, 1],
+        "offset_bytes": [None, None, None],
+    },
+    schema_overrides={"offset_bytes": pl.Int64},
 )
 TAPES = pl.DataFrame(
     {
@@ -99,3 +107,57 @@ def test_the_command_exports_the_live_readable_catalog(dsn: str, tmp_path: Path)
     assert json.loads((out / "tapes.json").read_text()) == {
         "A00001L8": {"capacity": 12_000_000_000, "filled": 12}
     }
+
+
+def test_endit_hints_name_volume_order_and_size() -> None:
+    # The newest copy of b is alone on T2; a is on T1. ENDIT keys a file by its name in
+    # Spectrum Protect: without directories unless asked for the whole path.
+    more = pl.concat(
+        [
+            COPIES,
+            pl.DataFrame(
+                {
+                    "file_id": ["c"],
+                    "path": ["/hpss/atlas/d2/c"],
+                    "size_bytes": [10],
+                    "volume": ["T1"],
+                    "written_at": [T0],
+                    "copy_no": [1],
+                    "position": [3],
+                    "offset_bytes": [None],
+                },
+                schema=COPIES.schema,
+            ),
+        ]
+    )
+    assert endit_hints(more) == {
+        "c": {"volid": "T1", "order": 0, "size": 10},
+        "a": {"volid": "T1", "order": 1, "size": 1},
+        "b": {"volid": "T2", "order": 0, "size": 2_000_000},
+    }
+    assert "/hpss/atlas/d2/c" in endit_hints(more, full_names=True)
+    clash = more.with_columns(pl.lit("/x/same").alias("path"))
+    with pytest.raises(InputError, match="--full-names"):
+        endit_hints(clash.filter(pl.col("file_id") != "b"))
+
+
+def test_the_endit_command_writes_the_hint_file(dsn: str, tmp_path: Path) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "insert into tapelens.tapes (volume, media_type, state) values ('V1', 'LTO-8', 'full')"
+        )
+        conn.execute(
+            "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
+            " dataset_type, experiment, size_bytes, volume, position, written_at, ingest_run_id)"
+            " values"
+            " ('s', '1', '/d/0000A', '/d/0000A', 'D', 'RAW', 'e', 50, 'V1', 7, '2022-01-01', 1),"
+            " ('s', '2', '/d/0000B', '/d/0000B', 'D', 'RAW', 'e', 60, 'V1', 2, '2022-01-01', 1)"
+        )
+    out = tmp_path / "hints.json"
+    result = CliRunner().invoke(cli, ["--dsn", dsn, "export", "endit-hints", "-o", str(out)])
+    assert result.exception is None, result.exception
+    assert json.loads(out.read_text()) == {
+        "0000B": {"volid": "V1", "order": 0, "size": 60},
+        "0000A": {"volid": "V1", "order": 1, "size": 50},
+    }
+    assert not list(tmp_path.glob(".*partial"))
