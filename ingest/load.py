@@ -958,8 +958,11 @@ def _encoded_batches(
             yield cast(_Encoded, item)
     finally:
         stop.set()
+        # A generator dropped unfinished may be closed by the garbage collector on one of its
+        # own workers, which cannot wait for itself.
         for worker in workers:
-            worker.join(timeout=10)
+            if worker is not threading.current_thread():
+                worker.join(timeout=10)
 
 
 def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> int:
