@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
     if frame.height == 0:
@@ -49,8 +51,18 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
         ax.legend(fontsize=8)
         ax.tick_params(axis="x", rotation=60, labelsize=7)
     elif report == "gaps":
-        ax.hist(frame["mu"].drop_nulls().to_list(), bins=40)
-        ax.set_xlabel(f"mean read-through gap per {by}")
+        means = [m for m in frame["mu"].drop_nulls().to_list() if m > 0]
+        if means and max(means) / min(means) > 8:
+            # Mean gaps run from 1 (streaming) to tens: log-spaced bins on a log axis, so the
+            # many datasets near 1 and the few scattered ones both show.
+            first, last = math.log10(min(means)), math.log10(max(means))
+            edges = [10 ** (first + (last - first) * i / 40) for i in range(41)]
+            ax.hist(means, bins=edges)
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, not 10^0, 10^1
+        else:
+            ax.hist(means, bins=40)
+        ax.set_xlabel(f"mean read-through gap per {by} (posdiff)")
         ax.set_ylabel(f"{by}s")
     elif report == "duplicates" and by == "file":
         ax.hist(
