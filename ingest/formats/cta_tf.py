@@ -42,17 +42,10 @@ from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.blocks import (
     REFUSED,
     Block,
-    BlockReader,
-    FileBlocks,
-    block_bytes_for,
     fast_path_ok,
-    is_plain_file,
-    line_series,
 )
 from tapelens.ingest.formats.cta_tf_blocks import text_cells, text_fields
 from tapelens.ingest.formats.fields import (
-    batches,
-    check_strict,
     is_message,
     parse_count,
     parse_epoch_utc,
@@ -61,7 +54,7 @@ from tapelens.ingest.formats.fields import (
     quote_expr,
     time_expr,
 )
-from tapelens.ingest.formats.linewise import Lines, refuse
+from tapelens.ingest.formats.linewise import Lines, refuse, run_blocks
 
 KIND = "catalog"
 FORMAT = "cta-tf"
@@ -208,28 +201,15 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
             return plain
         return pl.concat([plain, lines.frame()]).sort("line_no")
 
-    name = str(path)
-    # A plain file is mapped: its blocks are not copied twice.
-    with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
-        reader.name = name
-        done = False
-        for block in reader.blocks(block_bytes_for(options.batch_rows)):
-            raw, refused = line_series(block)
-            reader.advance(raw.len())
-            lines = Lines(COLUMNS)
-            lines.rejects += refused
-            frame = finish(read(raw, block, lines), lines)
-            rejects = sorted(lines.rejects, key=lambda r: r.line_no)
-            check_strict(name, options.strict, rejects)
-            for batch in batches(
-                frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
-            ):
-                batch.notes, notes[:] = list(notes), []
-                done = True
-                yield batch
-        if not done:  # an empty input still gives one (empty) batch
-            empty = Lines(COLUMNS)
-            yield Batch(finish(empty.frame(), empty), [], 0, reader.bytes_read)
+    def frame_of(raw: pl.Series, block: Block, lines: Lines) -> pl.DataFrame:
+        return finish(read(raw, block, lines), lines)
+
+    def empty_of(lines: Lines) -> pl.DataFrame:
+        return finish(lines.frame(), lines)
+
+    for batch in run_blocks(path, options, COLUMNS, frame_of, empty_of):
+        batch.notes, notes[:] = list(notes), []
+        yield batch
 
 
 def _note(notes: list[str], note: str) -> None:

@@ -18,7 +18,17 @@ import polars as pl
 
 from tapelens.errors import ParseError
 from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
-from tapelens.ingest.formats.blocks import REFUSED, BlockReader, block_bytes_for, split_lines
+from tapelens.ingest.formats.blocks import (
+    REFUSED,
+    Block,
+    BlockReader,
+    FileBlocks,
+    block_bytes_for,
+    is_plain_file,
+    line_series,
+    split_lines,
+)
+from tapelens.ingest.formats.fields import batches, check_strict
 
 
 class Lines:
@@ -135,3 +145,36 @@ def refuse(
             lines.reject(no, raw, why)
         flagged = flagged.filter(~any_bad)
     return flagged.drop(flags)
+
+
+def run_blocks(
+    path: str | Path,
+    options: ParseOptions,
+    columns: tuple[str, ...],
+    frame_of: Callable[[pl.Series, Block, Lines], pl.DataFrame],
+    empty_of: Callable[[Lines], pl.DataFrame],
+) -> Iterator[Batch]:
+    """The batches of a parser that reads a block of lines at a time: `frame_of` turns a
+    block's lines (refused ones already in `Lines.rejects`) into canonical rows, taking the
+    lines it cannot read at once through `Lines` one by one; `empty_of` gives the rows of an
+    empty input. Strict mode stops at the block's first refused line."""
+    name = str(path)
+    # A plain file is mapped: its blocks are not copied twice.
+    with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
+        reader.name = name
+        done = False
+        for block in reader.blocks(block_bytes_for(options.batch_rows)):
+            raw, refused = line_series(block)
+            reader.advance(raw.len())
+            lines = Lines(columns)
+            lines.rejects += refused
+            frame = frame_of(raw, block, lines)
+            rejects = sorted(lines.rejects, key=lambda r: r.line_no)
+            check_strict(name, options.strict, rejects)
+            for batch in batches(
+                frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
+            ):
+                done = True
+                yield batch
+        if not done:  # an empty input still gives one (empty) batch
+            yield Batch(empty_of(Lines(columns)), [], 0, reader.bytes_read)

@@ -25,6 +25,7 @@ from tapelens.ingest.canonical import conform_with_lines
 from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject
 from tapelens.ingest.formats.blocks import (
     REFUSED,
+    Block,
     BlockReader,
     FileBlocks,
     block_bytes_for,
@@ -32,15 +33,13 @@ from tapelens.ingest.formats.blocks import (
     line_series,
 )
 from tapelens.ingest.formats.fields import (
-    batches,
-    check_strict,
     is_message,
     micros,
     parse_count,
     parse_iso_utc,
     quote,
 )
-from tapelens.ingest.formats.linewise import Lines, refuse
+from tapelens.ingest.formats.linewise import Lines, refuse, run_blocks
 from tapelens.ingest.formats.tsm_contents_blocks import (
     NEUTRAL,
     ODD,
@@ -113,35 +112,16 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
         )
     archives = Archives.read(archives_path, strict=options.strict, by_blocks=by_blocks)
     state = _State(options, str(path))
-    name = str(path)
-    # A plain file is mapped: its blocks are not copied twice.
-    with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
-        reader.name = name
-        done = False
-        for block in reader.blocks(block_bytes_for(options.batch_rows)):
-            raw, refused = line_series(block)
-            reader.advance(raw.len())
-            lines = Lines(KEPT)
-            lines.rejects += refused
-            kept = state.block(raw, block.first_line_no, lines, by_blocks)
-            frame = rows(
-                archives.join(kept, lines), options.source, pl.col("object").cast(pl.String)
-            )
-            rejects = sorted(lines.rejects, key=lambda r: r.line_no)
-            check_strict(name, options.strict, rejects)
-            for batch in batches(
-                frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
-            ):
-                done = True
-                yield batch
-        if not done:  # an empty input still gives one (empty) batch
-            empty = Lines(KEPT)
-            frame = rows(
-                archives.join(empty.frame(KEPT_TYPES), empty),
-                options.source,
-                pl.col("object").cast(pl.String),
-            )
-            yield Batch(frame, [], 0, reader.bytes_read)
+    object_id = pl.col("object").cast(pl.String)
+
+    def frame_of(raw: pl.Series, block: Block, lines: Lines) -> pl.DataFrame:
+        kept = state.block(raw, block.first_line_no, lines, by_blocks)
+        return rows(archives.join(kept, lines), options.source, object_id)
+
+    def empty_of(lines: Lines) -> pl.DataFrame:
+        return rows(archives.join(lines.frame(KEPT_TYPES), lines), options.source, object_id)
+
+    yield from run_blocks(path, options, KEPT, frame_of, empty_of)
 
 
 def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import random
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from tapelens.errors import ParseError
-from tapelens.ingest.formats import cta_tf, tsm_contents
+from tapelens.ingest.formats import cta_tf, linewise, tsm_contents
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.tsm_ranks import VolumeRanks
 from tests.fixtures.fuzz_catalog import mutated
@@ -35,8 +35,14 @@ Parser = Callable[..., Iterator[Batch]]
 
 @contextmanager
 def small_blocks(module: ModuleType, block_bytes: int) -> Iterator[None]:
-    """Blocks of about `block_bytes` (the readers' floor is a megabyte)."""
-    with mock.patch.object(module, "block_bytes_for", lambda rows: block_bytes):
+    """Blocks of about `block_bytes` (the readers' floor is a megabyte), in the shared block
+    loop and in the module's own readers (TSM's archives export)."""
+    with ExitStack() as patches:
+        for owner in {module, linewise}:
+            if hasattr(owner, "block_bytes_for"):
+                patches.enter_context(
+                    mock.patch.object(owner, "block_bytes_for", lambda rows: block_bytes)
+                )
         yield
 
 
