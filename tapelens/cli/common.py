@@ -175,3 +175,16 @@ def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str,
             " `tapelens drives load FILE.csv` or `tapelens drives derive`"
         )
     return listed
+
+
+INVENTORY_DRIVES = "the online drives of `tapelens drives`"
+
+
+def drives_option(default: str = INVENTORY_DRIVES) -> Callable[[F], F]:
+    """--drives SPEC (drives_spec), the same in every command that plans or predicts reads."""
+    return click.option(
+        "--drives",
+        "drives_spec",
+        metavar="SPEC",
+        help=f"Drives per type, e.g. LTO8:6,LTO7:4 (default: {default}).",
+    )

@@ -21,7 +21,7 @@ from tapelens.analysis.recall.policies import (
 )
 from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
 from tapelens.analysis.recall.requests import read_requests
-from tapelens.cli.common import App, drives_or_inventory, pass_app
+from tapelens.cli.common import App, drives_option, drives_or_inventory, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -41,12 +41,7 @@ POLICY_HELP = (
 
 @plan.command("recall")
 @click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "--drives",
-    "drives_spec",
-    metavar="SPEC",
-    help="e.g. LTO8:6,LTO7:4 (default: the online drives of `tapelens drives`).",
-)
+@drives_option()
 @click.option(
     "--policy",
     type=click.Choice(POLICIES),
@@ -185,12 +180,7 @@ class _Steps:
 
 @plan.command("policies")
 @click.argument("requests", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "--drives",
-    "drives_spec",
-    metavar="SPEC",
-    help="e.g. LTO8:6,LTO7:4 (default: the online drives of `tapelens drives`).",
-)
+@drives_option()
 @click.option(
     "--policy",
     "policies",

@@ -9,7 +9,14 @@ from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
 from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, dataset_type_option, drives_for, pass_app
+from tapelens.cli.common import (
+    INVENTORY_DRIVES,
+    App,
+    dataset_type_option,
+    drives_for,
+    drives_option,
+    pass_app,
+)
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -21,12 +28,7 @@ BY = ("copies", "datasets", "tapes")
 @BY_NAME["plan"].command("dedup")
 @click.option("--dataset", help="Only this dataset.")
 @dataset_type_option
-@click.option(
-    "--drives",
-    "drives_spec",
-    metavar="SPEC",
-    help="Drives per type, e.g. LTO8:6,LTO7:4 (default: tapelens.drives, else one per media).",
-)
+@drives_option(f"{INVENTORY_DRIVES}, else one of a type for each media")
 @click.option(
     "--by",
     type=click.Choice(BY),

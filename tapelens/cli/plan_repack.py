@@ -10,7 +10,14 @@ import polars as pl
 from tapelens.analysis.repack.advisor import KINDS, RepackOptions
 from tapelens.analysis.repack.plot import plot_gain_cost
 from tapelens.analysis.repack.store import advise
-from tapelens.cli.common import App, aliased, drives_or_inventory, hidden_alias, pass_app
+from tapelens.cli.common import (
+    App,
+    aliased,
+    drives_option,
+    drives_or_inventory,
+    hidden_alias,
+    pass_app,
+)
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -35,12 +42,7 @@ plan = BY_NAME["plan"]
     type=click.Choice(KINDS),
     help="Only candidates of this kind (repeatable; default all four).",
 )
-@click.option(
-    "--drives",
-    "drives_spec",
-    metavar="SPEC",
-    help="Drives a recall uses, e.g. LTO8:6,LTO7:4 (default: online drives in tapelens.drives).",
-)
+@drives_option()
 @click.option(
     "--recalls-per-year",
     type=click.FloatRange(min=0),

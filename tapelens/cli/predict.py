@@ -10,10 +10,12 @@ from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.store import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
+    INVENTORY_DRIVES,
     App,
     assume_media_option,
     dataset_type_option,
     drives_for,
+    drives_option,
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
@@ -27,12 +29,7 @@ predict = BY_NAME["predict"]
 @predict.command("datasets")
 @click.option("--dataset", help="Only this dataset.")
 @dataset_type_option
-@click.option(
-    "--drives",
-    "drives_spec",
-    metavar="SPEC",
-    help="Drives per type, e.g. LTO8:6,LTO7:4 (default: tapelens.drives, else one per media).",
-)
+@drives_option(f"{INVENTORY_DRIVES}, else one of a type for each media")
 @assume_media_option
 @format_option
 @pass_app
