@@ -396,29 +396,34 @@ _LIVE_SCHEMA: dict[str, Any] = {
 }
 
 
-def tapeinfo_inputs(
+def recallable_copies(
     conn: psycopg.Connection, requests: pl.DataFrame | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The live copies on tapes that can be read now (of the requested files, or all) and every
-    tape's capacity and fill (bytes of every copy it holds), for dCache's tape info files and
-    ENDIT's tape hints."""
+) -> pl.DataFrame:
+    """The live copies on tapes that can be read now, of the requested files or of all: where
+    dCache's tape info files and ENDIT's tape hints say each file is."""
+    if requests is not None:
+        copies = load_catalog(conn, requests)
+        return copies.filter(~pl.col("tape_state").is_in(list(NOT_RECALLABLE)))
+    # Every live copy, through COPY into Polars (a site holds millions).
+    query = sql.SQL(_LIVE_COPIES).format(sql.Literal(list(NOT_RECALLABLE)))
     try:
-        if requests is None:
-            # Every live copy, through COPY into Polars (a site holds millions).
-            query = sql.SQL(_LIVE_COPIES).format(sql.Literal(list(NOT_RECALLABLE)))
-            copies = copy_frame(conn, query, _LIVE_SCHEMA, epoch=("written_at",))
-        else:
-            copies = load_catalog(conn, requests).filter(
-                ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
-            )
-        tapes = pl.DataFrame(
-            conn.execute(_TAPE_FILL).fetchall(),
-            schema={"volume": pl.String, "capacity_bytes": pl.Int64, "filled_bytes": pl.Int64},
-            orient="row",
-        )
+        return copy_frame(conn, query, _LIVE_SCHEMA, epoch=("written_at",))
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
-    return copies, tapes
+
+
+def tape_fill(conn: psycopg.Connection) -> pl.DataFrame:
+    """Every tape's capacity and fill: the bytes of every copy it holds, removed ones included
+    until it is repacked."""
+    try:
+        rows = conn.execute(_TAPE_FILL).fetchall()
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    return pl.DataFrame(
+        rows,
+        schema={"volume": pl.String, "capacity_bytes": pl.Int64, "filled_bytes": pl.Int64},
+        orient="row",
+    )
 
 
 def save_plan(

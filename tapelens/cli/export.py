@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import click
+import polars as pl
+import psycopg
 
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import read_requests
@@ -16,9 +18,28 @@ from tapelens.analysis.recall.tapeinfo import (
     tapeinfo,
     write_tapeinfo,
 )
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, F, pass_app
 from tapelens.db import connection
 from tapelens.errors import InputError
+
+
+def requests_option(fn: F) -> F:
+    """--requests FILE: only the files of a request list."""
+    return click.option(
+        "--requests",
+        "requests_file",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Only the files of this request list (default: every live file).",
+    )(fn)
+
+
+def _recallable(conn: psycopg.Connection, requests_file: str | None) -> pl.DataFrame:
+    """The copies an export speaks of; none is an error."""
+    asked = read_requests(requests_file) if requests_file else None
+    copies = plan_store.recallable_copies(conn, asked)
+    if copies.height == 0:
+        raise InputError("no live file on a tape that can be read now: nothing to export")
+    return copies
 
 
 @click.group("export", context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,12 +56,7 @@ def group() -> None:
     help="Where the two files go (dCache reads /etc/dcache/tapeinfo).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
-@click.option(
-    "--requests",
-    "requests_file",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Only the files of this request list (default: every live file).",
-)
+@requests_option
 @click.option(
     "--path-map",
     "path_map",
@@ -66,11 +82,9 @@ def dcache_tapeinfo(
         tapelens export dcache-tapeinfo -o tapeinfo/ --path-map /hpss/atlas=/pnfs/example.org/atlas
     """
     mapping = parse_path_map(path_map)
-    asked = read_requests(requests_file) if requests_file else None
     with connection(app.dsn()) as conn:
-        copies, tapes = plan_store.tapeinfo_inputs(conn, asked)
-    if copies.height == 0:
-        raise InputError("no live file on a tape that can be read now: nothing to export")
+        copies = _recallable(conn, requests_file)
+        tapes = plan_store.tape_fill(conn)
     info, files = tapeinfo(copies, tapes, mapping)
     for path in write_tapeinfo(info, files, Path(output_dir), fmt):
         click.echo(f"wrote {path}", err=True)
@@ -85,12 +99,7 @@ def dcache_tapeinfo(
     type=click.Path(dir_okay=False),
     help="The hint file (ENDIT's retriever_hintfile).",
 )
-@click.option(
-    "--requests",
-    "requests_file",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Only the files of this request list (default: every live file).",
-)
+@requests_option
 @click.option(
     "--full-names",
     is_flag=True,
@@ -108,11 +117,8 @@ def endit(app: App, output: str, requests_file: str | None, full_names: bool) ->
     Example:
         tapelens export endit-hints -o /var/spool/endit/tapehints/NODE.json
     """
-    asked = read_requests(requests_file) if requests_file else None
     with connection(app.dsn()) as conn:
-        copies, _ = plan_store.tapeinfo_inputs(conn, asked)
-    if copies.height == 0:
-        raise InputError("no live file on a tape that can be read now: nothing to export")
+        copies = _recallable(conn, requests_file)
     hints = endit_hints(copies, full_names)
     target = Path(output)
     aside = target.with_name(f".{target.name}.partial")
