@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
@@ -22,8 +23,10 @@ from tapelens.errors import DatabaseError, DatabaseUnavailable
 UTC = pl.Datetime("us", "UTC")
 
 
-def read_frame(dsn: str, query: str, params: Sequence[Any] = ()) -> pl.DataFrame:
-    """Run `query` ($1, $2 ... placeholders) and return its rows as a frame."""
+@contextmanager
+def _arrow_cursor(dsn: str, query: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+    """An ADBC cursor that has run `query`: its rows come back as Arrow; connection and query
+    failures become one-line errors (the DSN shown without its password)."""
     import adbc_driver_manager
     import adbc_driver_postgresql.dbapi as adbc
 
@@ -34,11 +37,17 @@ def read_frame(dsn: str, query: str, params: Sequence[Any] = ()) -> pl.DataFrame
     try:
         with conn.cursor() as cur:
             cur.execute(query, parameters=tuple(params) or None)
-            table = cur.fetch_arrow_table()
+            yield cur
     except adbc_driver_manager.Error as exc:
         raise DatabaseError(one_line(exc)) from None
     finally:
         conn.close()
+
+
+def read_frame(dsn: str, query: str, params: Sequence[Any] = ()) -> pl.DataFrame:
+    """Run `query` ($1, $2 ... placeholders) and return its rows as a frame."""
+    with _arrow_cursor(dsn, query, params) as cur:
+        table = cur.fetch_arrow_table()
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame
@@ -47,24 +56,11 @@ def read_frame(dsn: str, query: str, params: Sequence[Any] = ()) -> pl.DataFrame
 def read_batches(dsn: str, query: str) -> Iterator[pl.DataFrame]:
     """Run `query` and hand its rows out in Arrow record batches, each as a frame: a caller
     that keeps only a few columns of each never holds the whole result."""
-    import adbc_driver_manager
-    import adbc_driver_postgresql.dbapi as adbc
-
-    try:
-        conn = adbc.connect(dsn)
-    except adbc_driver_manager.Error as exc:
-        raise DatabaseUnavailable(redact(dsn), one_line(exc)) from None
-    try:
-        with conn.cursor() as cur:
-            cur.execute(query)
-            for batch in cur.fetch_record_batch():
-                frame = pl.from_arrow(batch)
-                assert isinstance(frame, pl.DataFrame)
-                yield frame
-    except adbc_driver_manager.Error as exc:
-        raise DatabaseError(one_line(exc)) from None
-    finally:
-        conn.close()
+    with _arrow_cursor(dsn, query) as cur:
+        for batch in cur.fetch_record_batch():
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame
 
 
 def copy_frame(
