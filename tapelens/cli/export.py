@@ -9,6 +9,7 @@ import click
 import polars as pl
 import psycopg
 
+from tapelens import tape_rest
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.analysis.recall.tapeinfo import (
@@ -18,7 +19,9 @@ from tapelens.analysis.recall.tapeinfo import (
     tapeinfo,
     write_tapeinfo,
 )
+from tapelens.analysis.sim.config import parse_duration
 from tapelens.cli.common import App, F, pass_app
+from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -126,3 +129,101 @@ def endit(app: App, output: str, requests_file: str | None, full_names: bool) ->
     aside.replace(target)
     volumes = len({h["volid"] for h in hints.values()})
     click.echo(f"wrote {target}: {len(hints):,} files on {volumes:,} volumes", err=True)
+
+
+@group.command("tape-rest")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--submit",
+    "url",
+    metavar="URL",
+    help="Submit the batches to this Tape REST API: the site (https://host:port, found through"
+    " /.well-known/wlcg-tape-rest-api) or its endpoint (https://host:port/api/v1). Without it,"
+    " the batches and what is recorded of an earlier submission are shown, nothing is sent.",
+)
+@click.option(
+    "--in-flight",
+    type=click.IntRange(min=1),
+    help="Batches outstanding at once (default: the plan's drives, one mount each).",
+)
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Submit what --in-flight allows, poll once and return; run again to go on.",
+)
+@click.option("--poll", "poll", default="60s", show_default=True, help="Time between polls.")
+@click.option("--timeout", "timeout", help="Give up following after this long (e.g. 12h).")
+@click.option(
+    "--disk-lifetime",
+    metavar="ISO8601",
+    help="How long staged files stay on disk, e.g. P1D (the API's diskLifetime).",
+)
+@click.option(
+    "--ca-path",
+    type=click.Path(file_okay=False, exists=True),
+    help="Folder of CA certificates (e.g. /etc/grid-security/certificates).",
+)
+@click.option("--cancel", is_flag=True, help="Cancel the submitted batches not yet done.")
+@format_option
+def tape_rest_submit(
+    folder: str,
+    url: str | None,
+    in_flight: int | None,
+    no_wait: bool,
+    poll: str,
+    timeout: str | None,
+    disk_lifetime: str | None,
+    ca_path: str | None,
+    cancel: bool,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Submit a recall plan's Tape REST stage requests (the folder `plan recall --export
+    tape-rest --export-dir FOLDER` wrote) and follow them until staged. Batches go in plan
+    order, at most --in-flight outstanding, so the tape system sees the plan's mounts in the
+    plan's order. The bearer token is read from BEARER_TOKEN (or the file BEARER_TOKEN_FILE
+    names) and never printed. What was submitted is kept in FOLDER/submission.json: running the
+    command again follows those requests instead of making them twice. Prints one row per
+    batch; files the server failed go to FOLDER/failed.csv with its reason.
+
+    \b
+    Example:
+        tapelens plan recall campaign.csv --export tape-rest --export-dir stage/
+        BEARER_TOKEN=... tapelens export tape-rest stage/ --submit https://tape.example.org:8443
+    """
+    where = Path(folder)
+    batches = tape_rest.read_batches(where)
+    if url is None:
+        if cancel:
+            raise click.UsageError("--cancel needs --submit URL (the endpoint to cancel at)")
+        emit(tape_rest.table(tape_rest.load_state(where, batches)), fmt, output)
+        return
+    client = tape_rest.Client(url, tape_rest.bearer_token(), ca_path)
+    endpoint = client.discover()
+    click.echo(f"endpoint {endpoint.uri} {endpoint.sitename}".rstrip(), err=True)
+    submission = tape_rest.load_state(where, batches, endpoint.uri)
+    if cancel:
+        done = tape_rest.cancel(client, endpoint, batches, submission)
+        click.echo(f"cancelled {done} outstanding batches", err=True)
+        return
+    drives = len({b.drive for b in batches})
+    try:
+        submission = tape_rest.submit(
+            client,
+            endpoint,
+            batches,
+            submission,
+            in_flight=in_flight or drives,
+            wait=not no_wait,
+            poll_s=parse_duration(poll, "--poll"),
+            timeout_s=parse_duration(timeout, "--timeout") if timeout else None,
+            disk_lifetime=disk_lifetime,
+            save=lambda state: tape_rest.save_state(where, state),
+            progress=lambda line: click.echo(line, err=True),
+        )
+    finally:
+        failed = tape_rest.failures(submission)
+        if failed.height:
+            failed.write_csv(where / "failed.csv")
+            click.echo(f"{failed.height:,} files failed: {where / 'failed.csv'}", err=True)
+    emit(tape_rest.table(submission), fmt, output)

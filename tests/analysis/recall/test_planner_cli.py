@@ -15,6 +15,7 @@ from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import parse_requests
 from tapelens.cli import cli
 from tapelens.errors import InputError, TapelensError
+from tests.fixtures.tape_rest_server import TapeRestServer
 
 GB = 1_000_000_000
 
@@ -290,3 +291,40 @@ def test_plan_policies_compares_the_same_request_under_each_policy(
     weighted = runner.invoke(cli, [*base, "--policy", "weighted"])
     assert isinstance(weighted.exception, InputError)
     assert "--group-weights" in str(weighted.exception)
+
+
+def test_a_plans_tape_rest_batches_are_submitted_and_followed(site: str, tmp_path: Path) -> None:
+    asked = tmp_path / "asked.csv"
+    asked.write_text("dataset\nD\n")
+    runner = CliRunner()
+    planned = runner.invoke(
+        cli,
+        ["--dsn", site, "plan", "recall", str(asked), "--drives", "LTO8:2"]
+        + ["--export", "tape-rest", "--export-dir", str(tmp_path)],
+    )
+    assert planned.exit_code == 0, planned.output
+    stage = tmp_path / "tape-rest"
+    server = TapeRestServer(token="t").start()
+    try:
+        result = runner.invoke(
+            cli,
+            ["export", "tape-rest", str(stage), "--submit", server.base, "--poll", "0"]
+            + ["--format", "csv"],
+            env={"BEARER_TOKEN": "t"},
+        )
+    finally:
+        server.stop()
+    assert result.exit_code == 0, result.output
+    batches = pl.read_csv(io.StringIO(result.stdout))
+    assert batches["state"].to_list() == ["completed", "completed"]
+    assert batches["staged"].sum() == 10
+    staged = [
+        [f["path"] for f in body["files"]]
+        for method, path, body in server.log
+        if method == "POST" and path.endswith("/stage")
+    ]
+    plan_order = [
+        json.loads((stage / name).read_text())["files"]
+        for name in pl.read_csv(stage / "index.csv")["file"]
+    ]
+    assert staged == [[f["path"] for f in files] for files in plan_order]
