@@ -4,6 +4,11 @@
 -- how much of that is duplicate copies (copies after a file's first), its small-file share, and
 -- the gaps of the datasets on it. occupancy = live_bytes / capacity_bytes, the capacity from
 -- the inventory, else the media type's nominal capacity. Repacked and destroyed tapes hold no live copies.
+-- is_live_tape: the tape is still in the library's live data (not repacked, destroyed or
+-- exported). removed_bytes: copies the catalog no longer lists that are still written on the
+-- tape (until it is repacked). reclaimable_bytes: on full and readonly tapes (written no more),
+-- the bytes of removed copies and of duplicate copies (a file's copies after its first): dead
+-- space a repack gives back.
 with tapes as (
     select * from {{ ref('stg_tapes') }}
 ),
@@ -22,6 +27,16 @@ dataset_volumes as (
 
 datasets as (
     select * from {{ ref('dim_datasets') }}
+),
+
+removed as (
+    select
+        volume,
+        count(*) as removed_copies,
+        sum(size_bytes)::bigint as removed_bytes
+    from {{ ref('stg_tape_files') }}
+    where removed_at is not null
+    group by volume
 ),
 
 volumes as (
@@ -87,7 +102,23 @@ final as (
         {{ pooled_mean('per_volume.n_read_through', 'per_volume.sum_posdiff') }} as mean_gap,
         per_volume_copies.datasets_mean_gap::double precision as datasets_mean_gap,
         per_volume.first_written_at,
-        per_volume.last_written_at
+        per_volume.last_written_at,
+        coalesce(tapes.state, 'unknown') not in ('repacked', 'destroyed', 'exported')
+            as is_live_tape,
+        case
+            when coalesce(tapes.state, 'unknown') in ('repacked', 'destroyed') then 0
+            else coalesce(removed.removed_copies, 0)
+        end::bigint as removed_copies,
+        case
+            when coalesce(tapes.state, 'unknown') in ('repacked', 'destroyed') then 0
+            else coalesce(removed.removed_bytes, 0)
+        end::bigint as removed_bytes,
+        case
+            when tapes.state in ('full', 'readonly')
+                then coalesce(removed.removed_bytes, 0)
+                + coalesce(per_volume_copies.duplicate_bytes, 0)
+            else 0
+        end::bigint as reclaimable_bytes
     from volumes
     left join tapes
         on volumes.volume = tapes.volume
@@ -97,6 +128,8 @@ final as (
         on volumes.volume = per_volume.volume
     left join per_volume_copies
         on volumes.volume = per_volume_copies.volume
+    left join removed
+        on volumes.volume = removed.volume
 )
 
 select * from final
