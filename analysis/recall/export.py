@@ -2,10 +2,10 @@
 
 Formats: `csv` (one row per file in plan order), `json` (summary, mounts, drive timeline and
 files), `filelists` (one text file per tape, paths in read order), `dsmc` (per-tape filelists for
-`dsmc retrieve -filelist=`, and a script running each drive's tapes in order), `tape-rest`
-(stage-request bodies for the WLCG Tape REST API, `{"files": [{"path": ...}, ...]}`, one per
-drive batch: the files one drive reads from one mount, numbered in submission order). Every
-directory export carries an index.csv saying which file is which tape and drive.
+`dsmc retrieve -filelist=` and `dsmrecall -filelist=`, and scripts running each drive's tapes in
+order), `tape-rest` (stage-request bodies for the WLCG Tape REST API, `{"files": [{"path": ...},
+...]}`, one per drive batch: the files one drive reads from one mount, numbered in submission
+order). Every directory export carries an index.csv saying which file is which tape and drive.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def export(plan: RecallPlan, fmt: str, directory: Path) -> list[Path]:
         return _per_tape(plan, directory / "filelists", ".txt", _plain)
     if fmt == "dsmc":
         written = _per_tape(plan, directory / "dsmc", ".filelist", _dsmc_line)
-        return [*written, _dsmc_script(plan, directory / "dsmc")]
+        return [*written, *_dsmc_scripts(plan, directory / "dsmc")]
     return _tape_rest(plan, directory / "tape-rest")
 
 
@@ -198,27 +198,40 @@ def _index(folder: Path, rows: list[tuple[int, str, str, int, str]]) -> Path:
     return target
 
 
-def _dsmc_script(plan: RecallPlan, folder: Path) -> Path:
-    """retrieve.sh: per drive, its tapes' retrieves in plan order; drives run side by side."""
+# The per-tape lists serve two Spectrum Protect clients: `dsmc retrieve` for archived or backed-up
+# files, `dsmrecall` for files its space management migrated (both read -filelist= one path a
+# line, a path with blanks in double quotes).
+DSMC_SCRIPTS = {
+    "retrieve.sh": ("dsmc retrieve", "DSMC_OPTS"),
+    "recall.sh": ("dsmrecall", "DSMRECALL_OPTS"),
+}
+
+
+def _dsmc_scripts(plan: RecallPlan, folder: Path) -> list[Path]:
+    """retrieve.sh and recall.sh: per drive, its tapes' lists in plan order; drives side by
+    side."""
     by_drive: dict[str, list[str]] = {}
     for order, drive, volume, _ in _groups(plan):
         by_drive.setdefault(drive, []).append(f"{_tape_name(order, volume)}.filelist")
-    lines = [
-        "#!/bin/sh",
-        "# Recall plan made by tapelens: one `dsmc retrieve` per tape, each drive's tapes in",
-        "# plan order, drives side by side. Put a destination or options in DSMC_OPTS.",
-        'cd "$(dirname "$0")" || exit 1',
-        'DSMC_OPTS="${DSMC_OPTS:-}"',
-    ]
-    for drive, lists in sorted(by_drive.items()):
-        lines.append(f"( # drive {drive}")
-        lines += [f"  dsmc retrieve -filelist={name} $DSMC_OPTS" for name in lists]
-        lines.append(") &")
-    lines.append("wait")
-    target = folder / "retrieve.sh"
-    target.write_text("\n".join(lines) + "\n")
-    target.chmod(0o755)
-    return target
+    written = []
+    for script, (command, opts) in DSMC_SCRIPTS.items():
+        lines = [
+            "#!/bin/sh",
+            f"# Recall plan made by tapelens: one `{command}` per tape, each drive's tapes in",
+            f"# plan order, drives side by side. Put a destination or options in {opts}.",
+            'cd "$(dirname "$0")" || exit 1',
+            f'{opts}="${{{opts}:-}}"',
+        ]
+        for drive, lists in sorted(by_drive.items()):
+            lines.append(f"( # drive {drive}")
+            lines += [f"  {command} -filelist={name} ${opts}" for name in lists]
+            lines.append(") &")
+        lines.append("wait")
+        target = folder / script
+        target.write_text("\n".join(lines) + "\n")
+        target.chmod(0o755)
+        written.append(target)
+    return written
 
 
 def _tape_rest(plan: RecallPlan, folder: Path) -> list[Path]:

@@ -115,6 +115,9 @@ def test_plan_recall_writes_plan_exports_and_saves_then_compares(site: str, tmp_
     a2_dsmc = next(dsmc.glob("*_A2.filelist")).read_text().splitlines()
     assert a2_dsmc[-1] == '"/store/D/b 0"'
     assert "dsmc retrieve -filelist=" in (dsmc / "retrieve.sh").read_text()
+    recall_sh = (dsmc / "recall.sh").read_text()
+    a2_name = next(dsmc.glob("*_A2.filelist")).name
+    assert f"  dsmrecall -filelist={a2_name} $DSMRECALL_OPTS" in recall_sh.splitlines()
     bodies = sorted((out / "export" / "tape-rest").glob("batch-*.json"))
     assert len(bodies) == 2
     paths = [f["path"] for b in bodies for f in json.loads(b.read_text())["files"]]
