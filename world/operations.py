@@ -65,6 +65,7 @@ class OperationsParams:
     start: datetime | None = None  # campaigns start in [start, end]; None: from the writes
     end: datetime | None = None
     physics: tuple[PhysicsParams, ...] = ()  # replaces default_physics for these media types
+    serpentine: bool = True  # default physics with the world's serpentine layout (physics.py)
     source: str = "synth"
 
     def __post_init__(self) -> None:
@@ -202,7 +203,7 @@ def _drives(params: OperationsParams, tapes: pl.DataFrame) -> pl.DataFrame:
 def _physics(params: OperationsParams, tapes: pl.DataFrame) -> dict[str, PhysicsParams]:
     given = {p.media_type: p for p in params.physics}
     media = sorted(set(tapes["media_type"].drop_nulls().to_list()) & set(BY_NAME))
-    return {m: given.get(m) or default_physics(BY_NAME[m]) for m in media}
+    return {m: given.get(m) or default_physics(BY_NAME[m], params.serpentine) for m in media}
 
 
 def _addressed(copies: pl.DataFrame, tapes: pl.DataFrame, media: set[str]) -> pl.DataFrame:

@@ -10,11 +10,23 @@ model must recover from the generated logs, so every choice here is explicit and
 A tape object is a position on the volume: one file, or a small-file aggregate whose members
 share the position. Byte addresses along the tape are the sums of the objects before it (the
 contract's contiguous packing), plus a member's offset inside its aggregate.
+
+Tapes are serpentine (LTO, 3592, T10000): bytes fill wrap 0 from the beginning of the tape to its
+end, wrap 1 back, wrap 2 forward again, wraps grouped in bands. A locate costs a fixed part (stop,
+search, settle), the travel along the tape at high speed (accelerating and braking), a head step
+to another wrap of the same band or a longer switch to another band, and a backhitch when the
+target lies behind the head in the direction its own wrap is read (the drive overshoots and comes
+back). Streaming across a wrap's end costs a turnaround. The world's figures are its own
+(WORLD_LAYOUT and the constants below): they resemble published LTO figures without being the
+product's model (tapelens.analysis.geometry), so that planning with the product's estimate and
+replaying in this physics measures the estimate honestly. A media type without a layout locates by
+byte distance alone (locate_s).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -43,6 +55,28 @@ READ_THROUGH_MAX_GAP = 10
 RATE_NOISE = 0.08
 LOCATE_NOISE = 0.15
 
+# The world's serpentine layout per media type: (data area length in metres, wraps).
+WORLD_LAYOUT: dict[str, tuple[float, int]] = {
+    "LTO-5": (822.0, 80),
+    "LTO-6": (822.0, 136),
+    "LTO-7": (936.0, 112),
+    "LTO-7M": (936.0, 168),
+    "LTO-8": (936.0, 208),
+    "LTO-9": (1011.0, 280),
+    "3592-JD": (1010.0, 272),
+    "3592-JE": (1010.0, 272),
+    "3592-JF": (1010.0, 272),
+    "T10000D": (1050.0, 288),
+}
+WORLD_BANDS = 4
+WORLD_DATA_START_M = 12.0  # leader and calibration area before the first wrap's data
+WORLD_LOCATE_SETTLE_S = 3.0  # any locate: stop, search for the block, settle
+WORLD_ACCEL_M_S2 = 5.0  # high-speed locate ramps up and down at this rate
+WORLD_WRAP_STEP_S = 4.0  # head step to another wrap of the same band
+WORLD_BAND_SWITCH_S = 8.0  # head move to another band: servo reacquired
+WORLD_BACKHITCH_S = 9.0  # target behind the head in its wrap's direction: overshoot and return
+WORLD_TURNAROUND_S = 1.5  # streaming across a wrap's end
+
 
 @dataclass(frozen=True)
 class PhysicsParams:
@@ -62,6 +96,112 @@ class PhysicsParams:
     locate_noise: float  # log-normal sigma of the locate-time multiplier (mean 1)
     rewind_s: float
     unload_s: float
+    # Serpentine layout (wraps = 0: none, locates by byte distance alone).
+    wraps: int = 0
+    bands: int = WORLD_BANDS
+    data_start_m: float = 0.0
+    data_length_m: float = 0.0
+    locate_speed_m_s: float = 0.0
+    accel_m_s2: float = WORLD_ACCEL_M_S2
+    wrap_step_s: float = 0.0
+    band_switch_s: float = 0.0
+    backhitch_s: float = 0.0
+    turnaround_s: float = 0.0
+
+    @property
+    def serpentine(self) -> bool:
+        return self.wraps > 0
+
+    def place(self, address_bytes: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(wrap, x metres from the load point, direction +1/-1) of byte addresses."""
+        b = np.clip(np.asarray(address_bytes, dtype=np.float64), 0.0, None)
+        per_wrap = self.capacity_bytes / self.wraps
+        wrap = np.minimum(b // per_wrap, self.wraps - 1).astype(np.int64)
+        along = np.clip(b / per_wrap - wrap, 0.0, 1.0)
+        forward = wrap % 2 == 0
+        x = self.data_start_m + self.data_length_m * np.where(forward, along, 1.0 - along)
+        return wrap, x, np.where(forward, 1, -1)
+
+    def _travel_s(self, distance_m: np.ndarray) -> np.ndarray:
+        v, a = self.locate_speed_m_s, self.accel_m_s2
+        d = np.asarray(distance_m, dtype=np.float64)
+        return np.where(d >= v * v / a, d / v + v / a, 2 * np.sqrt(d / a))
+
+    def locate_between_s(
+        self,
+        from_bytes: np.ndarray | float,
+        to_bytes: np.ndarray | float,
+        from_load_point: np.ndarray | bool = False,
+    ) -> np.ndarray:
+        """Locate time from where the head is (after byte `from_bytes`, or at the load point)
+        to the start of an object at `to_bytes`, without noise. Without a serpentine layout:
+        locate_s of the byte distance."""
+        if not self.serpentine:
+            return self.locate_s(np.asarray(to_bytes, dtype=np.float64) - from_bytes)
+        fresh = np.asarray(from_load_point, dtype=bool)
+        wa, xa, _ = self.place(np.maximum(np.asarray(from_bytes, dtype=np.float64) - 1, 0))
+        wa, xa = np.where(fresh, 0, wa), np.where(fresh, 0.0, xa)
+        wb, xb, db = self.place(to_bytes)
+        per_band = max(self.wraps // self.bands, 1)
+        step = np.where(
+            wa == wb, 0.0, np.where(wa // per_band == wb // per_band, self.wrap_step_s, 0.0)
+        )
+        step = np.where((wa != wb) & (wa // per_band != wb // per_band), self.band_switch_s, step)
+        behind = (xb - xa) * db < 0
+        return (
+            self.locate_base_s
+            + self._travel_s(np.abs(xb - xa))
+            + step
+            + np.where(behind, self.backhitch_s, 0.0)
+        )
+
+    def locate_between_one_s(
+        self, from_bytes: float, to_bytes: float, from_load_point: bool = False
+    ) -> float:
+        """locate_between_s for one move, in plain Python (the FIFO scheduler's path)."""
+        if not self.serpentine:
+            return self.locate_one_s(to_bytes - from_bytes)
+        per_wrap = self.capacity_bytes / self.wraps
+        last = self.wraps - 1
+        if from_load_point:
+            wa, xa = 0, 0.0
+        else:
+            b = max(from_bytes - 1, 0)
+            wa = min(int(b // per_wrap), last)
+            along = min(max(b / per_wrap - wa, 0.0), 1.0)
+            xa = self.data_start_m + self.data_length_m * (along if wa % 2 == 0 else 1.0 - along)
+        b = max(to_bytes, 0)
+        wb = min(int(b // per_wrap), last)
+        along = min(max(b / per_wrap - wb, 0.0), 1.0)
+        forward = wb % 2 == 0
+        xb = self.data_start_m + self.data_length_m * (along if forward else 1.0 - along)
+        d = abs(xb - xa)
+        v, a = self.locate_speed_m_s, self.accel_m_s2
+        t = self.locate_base_s + (d / v + v / a if d >= v * v / a else 2 * math.sqrt(d / a))
+        if wa != wb:
+            per_band = max(self.wraps // self.bands, 1)
+            t += self.wrap_step_s if wa // per_band == wb // per_band else self.band_switch_s
+        if (xb - xa) * (1 if forward else -1) < 0:
+            t += self.backhitch_s
+        return t
+
+    def turnarounds_s(
+        self, from_bytes: np.ndarray | float, to_bytes: np.ndarray | float
+    ) -> np.ndarray:
+        """Streaming from `from_bytes` on to `to_bytes`: a turnaround at each wrap end crossed."""
+        if not self.serpentine:
+            return np.zeros(np.broadcast(np.asarray(from_bytes), np.asarray(to_bytes)).shape)
+        per_wrap = self.capacity_bytes / self.wraps
+        a = np.asarray(from_bytes, dtype=np.float64) // per_wrap
+        b = np.asarray(to_bytes, dtype=np.float64) // per_wrap
+        return np.maximum(b - a, 0.0) * self.turnaround_s
+
+    def rewind_from_s(self, address_bytes: float) -> float:
+        """Rewind from the head's place to the load point (serpentine); else the average."""
+        if not self.serpentine:
+            return self.rewind_s
+        _, x, _ = self.place(max(address_bytes - 1, 0))
+        return float(self.locate_base_s + self._travel_s(np.asarray(x)))
 
     def locate_s(self, distance_bytes: np.ndarray | float) -> np.ndarray:
         """Locate time over a distance in bytes (either direction), without noise."""
@@ -94,13 +234,16 @@ class PhysicsParams:
         return asdict(self) | {"locate_slope_s": round(self.locate_slope_s, 3)}
 
 
-def default_physics(media: MediaType) -> PhysicsParams:
-    """Physics of a media type from its catalog figures (tapelens/media.py) and the shares above."""
+def default_physics(media: MediaType, serpentine: bool = True) -> PhysicsParams:
+    """Physics of a media type from its catalog figures (tapelens/media.py) and the shares above;
+    with the world's serpentine layout where it has one (serpentine=False: locates by byte
+    distance alone). Either way a locate from the load point to a uniformly random place takes
+    the catalog's average locate on average."""
     base_s = LOCATE_BASE_SHARE * media.locate_avg_s
     # mean over uniform targets = base + (max - base) * (1 - reach / 2) = locate_avg_s
     max_s = base_s + (media.locate_avg_s - base_s) / (1 - LOCATE_CAP_REACH / 2)
     per_tb = (max_s - base_s) / (LOCATE_CAP_REACH * media.capacity_bytes / TB)
-    return PhysicsParams(
+    linear = PhysicsParams(
         media_type=media.media_type,
         capacity_bytes=int(media.capacity_bytes),
         robot_s=float(media.robot_s),
@@ -116,6 +259,38 @@ def default_physics(media: MediaType) -> PhysicsParams:
         rewind_s=float(media.rewind_avg_s),
         unload_s=float(media.unload_s),
     )
+    layout = WORLD_LAYOUT.get(media.media_type)
+    if not serpentine or layout is None:
+        return linear
+    length_m, wraps = layout
+    serp = replace(
+        linear,
+        locate_base_s=WORLD_LOCATE_SETTLE_S,
+        wraps=wraps,
+        bands=WORLD_BANDS,
+        data_start_m=WORLD_DATA_START_M,
+        data_length_m=length_m,
+        locate_speed_m_s=10.0,
+        accel_m_s2=WORLD_ACCEL_M_S2,
+        wrap_step_s=WORLD_WRAP_STEP_S,
+        band_switch_s=WORLD_BAND_SWITCH_S,
+        backhitch_s=WORLD_BACKHITCH_S,
+        turnaround_s=WORLD_TURNAROUND_S,
+    )
+    return replace(serp, locate_speed_m_s=_speed_for_mean(serp, float(media.locate_avg_s)))
+
+
+def _speed_for_mean(params: PhysicsParams, mean_s: float) -> float:
+    """The locate speed at which the mean locate from the load point is `mean_s` (bisection;
+    the mean falls as the speed grows)."""
+    lo, hi = 1.0, 100.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if mean_locate_s(replace(params, locate_speed_m_s=mid), params.capacity_bytes) > mean_s:
+            lo = mid
+        else:
+            hi = mid
+    return round((lo + hi) / 2, 3)
 
 
 def physics_frame(params: list[PhysicsParams]) -> pl.DataFrame:
@@ -194,8 +369,9 @@ def read_timeline(
     located = ~(same | through)
     skipped = np.where(located, addr - obj, np.maximum(addr - prev_end, 0))
     bytes_per_s = params.rate_mb_s * MB
-    locate = np.where(located, params.locate_s(obj - prev_end) * lmult, 0.0)
-    positioning = locate + skipped / bytes_per_s * rmult
+    locate = np.where(located, params.locate_between_s(prev_end, obj, fresh) * lmult, 0.0)
+    turns = params.turnarounds_s(np.where(located, obj, prev_end), addr)
+    positioning = locate + skipped / bytes_per_s * rmult + turns
     overhead = np.where(same, 0.0, params.overhead_s)
     read = size / bytes_per_s * rmult
     end = Head(int(pos[-1]), int(addr[-1] + size[-1])) if n else start
@@ -222,15 +398,74 @@ def read_step(
     gap = position - head_position
     bytes_per_s = params.rate_mb_s * MB
     read_s = size_bytes / bytes_per_s * rate_mult
+    turn = params.turnaround_s if params.serpentine else 0.0
+    per_wrap = params.capacity_bytes / params.wraps if params.serpentine else 1.0
     if head_position != 0:
         if gap == 0 and address_bytes >= head_bytes:
-            return (address_bytes - head_bytes) / bytes_per_s * rate_mult, 0.0, read_s
+            turns = turn * max(address_bytes // per_wrap - head_bytes // per_wrap, 0)
+            return (address_bytes - head_bytes) / bytes_per_s * rate_mult + turns, 0.0, read_s
         if 1 <= gap <= params.read_through_max_gap:
             skipped = max(address_bytes - head_bytes, 0)
-            return skipped / bytes_per_s * rate_mult, params.overhead_s, read_s
-    locate = params.locate_one_s(object_start_bytes - head_bytes) * locate_mult
-    positioning = locate + (address_bytes - object_start_bytes) / bytes_per_s * rate_mult
+            turns = turn * max(address_bytes // per_wrap - head_bytes // per_wrap, 0)
+            return skipped / bytes_per_s * rate_mult + turns, params.overhead_s, read_s
+    locate = (
+        params.locate_between_one_s(head_bytes, object_start_bytes, head_position == 0)
+        * locate_mult
+    )
+    turns = turn * max(address_bytes // per_wrap - object_start_bytes // per_wrap, 0)
+    positioning = locate + (address_bytes - object_start_bytes) / bytes_per_s * rate_mult + turns
     return positioning, params.overhead_s, read_s
+
+
+@dataclass(frozen=True)
+class OrderTime:
+    """What reading a tape's objects in one order takes in the world's physics (seconds, from
+    the loaded tape to the rewound tape; mount and unload are the same for any order)."""
+
+    positioning_s: float
+    overhead_s: float
+    read_s: float
+    rewind_s: float
+    locates: int
+
+    @property
+    def total_s(self) -> float:
+        return self.positioning_s + self.overhead_s + self.read_s + self.rewind_s
+
+
+def time_read_order(
+    params: PhysicsParams,
+    position: np.ndarray,
+    object_start_bytes: np.ndarray,
+    size_bytes: np.ndarray,
+    order: np.ndarray | None = None,
+    *,
+    address_bytes: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+) -> OrderTime:
+    """Time one mount's reads in a given order (indices into the arrays; None: as given) on a
+    freshly loaded tape, then the rewind from where the last read ends. Without `rng` there is
+    no noise; with it, streaming and locate times get the world's log-normal noise. An object's
+    members (same position) are distinguished by `address_bytes` (default: the object start)."""
+    idx = np.arange(len(position)) if order is None else np.asarray(order, dtype=np.int64)
+    pos = np.asarray(position, dtype=np.int64)[idx]
+    obj = np.asarray(object_start_bytes, dtype=np.int64)[idx]
+    addr = obj if address_bytes is None else np.asarray(address_bytes, dtype=np.int64)[idx]
+    size = np.asarray(size_bytes, dtype=np.int64)[idx]
+    n = len(idx)
+    rate_m = locate_m = None
+    if rng is not None:
+        rate_m = lognormal_multiplier(params.rate_noise, rng.standard_normal(n))
+        locate_m = lognormal_multiplier(params.locate_noise, rng.standard_normal(n))
+    timeline = read_timeline(params, pos, obj, addr, size, rate_m, locate_m)
+    rewind = params.rewind_from_s(timeline.head.bytes) if n else 0.0
+    return OrderTime(
+        positioning_s=float(timeline.positioning_s.sum()),
+        overhead_s=float(timeline.overhead_s.sum()),
+        read_s=float(timeline.read_s.sum()),
+        rewind_s=float(rewind),
+        locates=int(timeline.located.sum()),
+    )
 
 
 def fresh_mount_s(params: PhysicsParams, timeline: Timeline) -> float:
@@ -241,11 +476,12 @@ def fresh_mount_s(params: PhysicsParams, timeline: Timeline) -> float:
 def mean_locate_s(params: PhysicsParams, capacity_bytes: int) -> float:
     """Average locate from load point to a uniformly random place on a tape of this capacity."""
     grid = np.linspace(0.0, float(capacity_bytes), 10_001)
-    return float(params.locate_s(grid).mean())
+    return float(params.locate_between_s(0.0, grid, True).mean())
 
 
 __all__ = [
     "Head",
+    "OrderTime",
     "PhysicsParams",
     "Timeline",
     "default_physics",
@@ -255,4 +491,5 @@ __all__ = [
     "physics_frame",
     "read_step",
     "read_timeline",
+    "time_read_order",
 ]

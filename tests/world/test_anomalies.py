@@ -26,8 +26,8 @@ BASELINE_FILES = {
     "catalog/ls-P.txt": "1de61fe8a24543c398275ba467d2368dd8a4cc03555079c9967d720c546b9e87",
     "catalog/copies.csv": "eaecb1bc846c7666fe9a0457d36ec80d1e78bf5e170336e6eb6f8a64cc0cbdf1",
     "catalog/tapes.csv": "6227613fe38a1af7d170f734d75a163f6b265868f470e42aeb1764bbbc485cec",
-    "logs/transfers.csv": "4c4d0a47b470fb441837e066b615eecae549741c1e1dac2f68d69eeb8eb80249",
-    "logs/mounts.csv": "c99b67955f8e7a057bc8be60c10c02d55dc5e8397bab55d54a4e181875f2da78",
+    "logs/transfers.csv": "cac913d81c5c0a2336f4bc05bda6ec62164faf6fadd96684a48888147a20fb17",
+    "logs/mounts.csv": "ce1e4f1dbaf4434f009c063162cd3c2ad93e50191ec8f7ba02ae17082d06f4a3",
 }
 BASELINE_TRUTH_CSV = {
     "copies": "cde1b7ace3de0f7751d9c19762b31d1d4b1174b5e1609e24bc2d1f5e1743f00e",

@@ -138,9 +138,10 @@ def test_one_file_on_a_fresh_mount() -> None:
     p = quiet("LTO-7")
     (t,) = h.transfers.iter_rows(named=True)
     (m,) = h.mounts.iter_rows(named=True)
-    read_s = float(p.locate_s(6 * GB)) + p.overhead_s + 2 * GB / (p.rate_mb_s * MB)
+    first = float(p.locate_between_s(0, 6 * GB, from_load_point=True))
+    read_s = first + p.overhead_s + 2 * GB / (p.rate_mb_s * MB)
     assert t["duration_s"] == pytest.approx(read_s, abs=1e-3)
-    assert t["locate_s"] == pytest.approx(float(p.locate_s(6 * GB)), abs=1e-3)
+    assert t["locate_s"] == pytest.approx(first, abs=1e-3)
     assert t["status"] == "ok" and t["address_bytes"] == 6 * GB and t["mount_id"] == m["mount_id"]
     assert seconds(m["mounted_at"]) - seconds(m["requested_at"]) == p.robot_s + p.load_s
     assert t["started_at"] == m["mounted_at"]
@@ -169,14 +170,16 @@ def test_adjacent_files_stream_and_a_far_file_locates() -> None:
     assert h.mounts.height == 1
     got = dict(zip(t["position"], t["duration_s"], strict=True))
     locates = dict(zip(t["position"], t["locate_s"], strict=True))
-    assert got[2] == pytest.approx(float(p.locate_s(1 * GB)) + p.overhead_s + stream_s, abs=1e-3)
+    first = float(p.locate_between_s(0, 1 * GB, from_load_point=True))
+    assert got[2] == pytest.approx(first + p.overhead_s + stream_s, abs=1e-3)
     for pos in (3, 4, 5):
         assert got[pos] == pytest.approx(p.overhead_s + stream_s, abs=1e-3)
         assert locates[pos] == 0
     # gap 4 (posdiff <= 10): the three files in between are read through
     assert got[9] == pytest.approx(3 * stream_s + p.overhead_s + stream_s, abs=1e-3)
-    # gap 51: a locate over the 50 GB in between, no read-through
-    far = float(p.locate_s(50 * GB))
+    # gap 51: a locate over the 50 GB in between (from the end of 9 to the start of 60), no
+    # read-through
+    far = float(p.locate_between_s(9 * GB, 59 * GB))
     assert locates[60] == pytest.approx(far, abs=1e-3)
     assert got[60] == pytest.approx(far + p.overhead_s + stream_s, abs=1e-3)
     assert far < 50 * stream_s
@@ -195,7 +198,8 @@ def test_aggregate_members_are_one_tape_object() -> None:
     t = h.transfers.sort("address_bytes")
     stream_s = member / (p.rate_mb_s * MB)
     first, *rest = t["duration_s"].to_list()
-    assert first == pytest.approx(float(p.locate_s(5 * GB)) + p.overhead_s + stream_s, abs=1e-3)
+    locate = float(p.locate_between_s(0, 5 * GB, from_load_point=True))
+    assert first == pytest.approx(locate + p.overhead_s + stream_s, abs=1e-3)
     assert rest == pytest.approx([stream_s, stream_s], abs=1e-3)  # no overhead, no locate
 
 
