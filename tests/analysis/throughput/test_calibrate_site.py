@@ -2,7 +2,10 @@
 
 The generator's physics (site/truth/physics.parquet) is the ground truth the calibration must
 recover: parameters within 10 % and a median absolute per-file rate error
-of at most 15 % on held-out reads.
+of at most 15 % on held-out reads. Parameters are compared on a world whose locates grow with the
+byte distance alone, the curve the model fits; on the default serpentine world, where a locate
+depends on wraps and places along the tape rather than on distance, only the held-out error is
+held to its bound.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.validate import validate
 from tapelens.models import build
 from tapelens.world import generate, site_params
+from tapelens.world.operations import OperationsParams
 from tests.fixtures.generated_site import load_site
 
 # 30k files give about 2.9k reads on LTO-7, 6.5k on LTO-9 and 18k on LTO-8 (LTO-6: a few
@@ -71,7 +75,8 @@ def locate_span(reads: pl.DataFrame, media: str, truth: dict[str, Any]) -> float
 
 def test_calibration_recovers_the_generators_physics(dsn: str, tmp_path: Path) -> None:
     site = tmp_path / "site"
-    generate(site, site_params("bnl", files=FILES, seed=SEED))
+    linear = OperationsParams(serpentine=False)
+    generate(site, site_params("bnl", files=FILES, seed=SEED, operations=linear))
     load_site(dsn, site, {"tapes", "catalog", "mounts", "transfers"})
     build(dsn, select=["+fct_transfer_rates"], exclude=MODELS_ONLY, log_dir=tmp_path / "dbt")
     physics = pl.read_parquet(site / "truth" / "physics.parquet")
@@ -106,6 +111,31 @@ def test_calibration_recovers_the_generators_physics(dsn: str, tmp_path: Path) -
         assert span >= LOCATE_FRACTIONS[2], f"{media}: locates span only {span:.1%} of a tape"
     assert not misses, "\n".join(misses)
 
+    result = validate(reads, mounts, defaults)
+    overall = result.errors.filter(
+        (pl.col("gap_class") == "all") & pl.col("media_type").is_in(checked)
+    )
+    assert sorted(overall["media_type"]) == checked
+    for media, error in overall.select("media_type", "median_abs_pct_error").iter_rows():
+        assert result.sources[media].startswith("fitted"), result.sources[media]
+        assert error <= RATE_ERROR_PCT, f"{media}: median abs per-file rate error {error:.1f} %"
+
+
+def test_calibrated_model_predicts_a_serpentine_worlds_reads(dsn: str, tmp_path: Path) -> None:
+    """On the default (serpentine) world the distance-only locate curve cannot be the world's,
+    but the calibrated model still predicts held-out reads within the bound."""
+    site = tmp_path / "site"
+    generate(site, site_params("bnl", files=FILES, seed=SEED))
+    load_site(dsn, site, {"tapes", "catalog", "mounts", "transfers"})
+    build(dsn, select=["+fct_transfer_rates"], exclude=MODELS_ONLY, log_dir=tmp_path / "dbt")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        store.calibrate_and_store(conn)
+        reads = store.read_observed_reads(conn)
+        mounts = store.read_mounts(conn)
+        defaults = store.default_params(conn)
+    counts = dict(reads.group_by("media_type").len().iter_rows())
+    checked = sorted(m for m, n in counts.items() if n >= MIN_READS)
+    assert len(checked) >= 3, counts
     result = validate(reads, mounts, defaults)
     overall = result.errors.filter(
         (pl.col("gap_class") == "all") & pl.col("media_type").is_in(checked)
