@@ -4,9 +4,9 @@ The figures and where each comes from are in docs/geometry.md ("Figures and sour
 
 - tape length: the LTO Consortium's generation table (846 m for LTO-5/6, 960 m for LTO-7/8 and
   LTO-7 type M, 1035 m for LTO-9);
-- wraps: the LTO format's track counts divided by the tracks written at once (IBM's LTO
-  Redbook, SG24-5946: 80, 136, 112, 208, 280 wraps for LTO-5..9; 168 for LTO-7 type M, as CTA's
-  media-type table gives it), always in 4 data bands;
+- wraps: the LTO format's track counts divided by the tracks written at once, as IBM's LTO
+  documentation tabulates them (80, 136, 112, 208, 280 wraps for LTO-5..9; 168 for LTO-7 type
+  M), always in 4 data bands; docs/geometry.md says which of these were checked against text;
 - the locate cost terms (a fixed cost, a wrap change, a band change, a change of direction, a
   step back behind the head): the coefficients of CTA's LTO cost heuristic, fitted by CERN on
   LTO-7 type M media (CTA's RAO documentation; CERN-IT-Note-2020-001);
