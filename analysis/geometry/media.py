@@ -157,8 +157,11 @@ GEOMETRIES: dict[str, Geometry] = {
 }
 
 
-def geometry(media: str | MediaType) -> Geometry:
-    """The geometry of a media type of the catalog (by name or MediaType)."""
+def geometry(media: str | MediaType | Geometry) -> Geometry:
+    """The geometry of a media type of the catalog (by name or MediaType; a Geometry is
+    returned as it is)."""
+    if isinstance(media, Geometry):
+        return media
     name = media if isinstance(media, str) else media.media_type
     try:
         return GEOMETRIES[name]

@@ -30,6 +30,7 @@ import polars as pl
 
 from tapelens.analysis.geometry.locate import consecutive, from_load_point, move_s, rewind_s
 from tapelens.analysis.geometry.media import MB, Geometry
+from tapelens.analysis.geometry.media import geometry as as_geometry
 from tapelens.analysis.geometry.place import Places, places, start_bytes_from_positions
 
 Array = np.ndarray
@@ -63,9 +64,11 @@ class Ordered:
         return 1 - self.total_s / self.position_s if self.position_s > 0 else 0.0
 
 
-def path_s(p: Places, order: Array, geometry: Geometry, *, rewind: bool = True) -> float:
+def path_s(p: Places, order: Array, geometry: Geometry | str, *, rewind: bool = True) -> float:
     """Time of reading the objects in `order` from the loaded tape: positioning before each,
-    streaming each, and (rewind=True) the rewind after the last."""
+    streaming each, and (rewind=True) the rewind after the last. `geometry`: a Geometry or a
+    media type's name (also for the functions below)."""
+    geometry = as_geometry(geometry)
     idx = np.asarray(order, dtype=np.int64)
     if len(idx) == 0:
         return 0.0
@@ -81,7 +84,7 @@ def position_order(p: Places) -> Array:
     return np.argsort(p.start_bytes, kind="stable")
 
 
-def position_order_cost(p: Places, geometry: Geometry, *, rewind: bool = True) -> float:
+def position_order_cost(p: Places, geometry: Geometry | str, *, rewind: bool = True) -> float:
     """path_s of position order."""
     return path_s(p, position_order(p), geometry, rewind=rewind)
 
@@ -95,7 +98,7 @@ def sweep_order(p: Places) -> Array:
 
 
 def order(
-    p: Places, geometry: Geometry, *, budget_s: float = BUDGET_S, rewind: bool = True
+    p: Places, geometry: Geometry | str, *, budget_s: float = BUDGET_S, rewind: bool = True
 ) -> tuple[Array, float]:
     """(indices in read order, total seconds): the best order found within the budget, never
     slower than position order."""
@@ -105,13 +108,14 @@ def order(
 
 def plan_order(
     p: Places,
-    geometry: Geometry,
+    geometry: Geometry | str,
     *,
     budget_s: float = BUDGET_S,
     rewind: bool = True,
     exact_max: int = EXACT_MAX,
 ) -> Ordered:
     """The order, its time, position order's time and the method that won."""
+    geometry = as_geometry(geometry)
     deadline = time.perf_counter() + budget_s
     n = len(p)
     by_position = position_order(p)
@@ -391,7 +395,7 @@ def _reinsert(
 
 
 def order_reads(
-    files: pl.DataFrame, geometry: Geometry, *, budget_s: float = BUDGET_S
+    files: pl.DataFrame, geometry: Geometry | str, *, budget_s: float = BUDGET_S
 ) -> pl.DataFrame:
     """The reads of one mount in RAO order, with `read_rank` (0 first).
 
@@ -400,6 +404,7 @@ def order_reads(
     positions: members of one aggregate share a position, stay together and are read by offset.
     Without start_bytes an object starts after (position - 1) objects of the average size.
     """
+    geometry = as_geometry(geometry)
     if files.height == 0:
         return files.with_columns(pl.lit(0, dtype=pl.Int64).alias("read_rank")).clear()
     frame = files.with_row_index("_row")
