@@ -26,7 +26,7 @@ from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.schedule import Schedule, build_schedule
+from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.errors import InputError
 
@@ -139,27 +139,38 @@ def _recall_alone(
     a relieved set too, the best of them under the policy's objective."""
 
     def build(chosen: pl.DataFrame) -> Schedule:
+        # Candidates are weighed lean (a million-file plan holds several at once); the copy
+        # columns are gathered for the one kept.
         parts = with_other_volumes(chosen, copies)
-        return build_schedule(parts, wanted, params_by_media, drives, policy.sharing, readers)
+        return build_schedule(
+            parts, wanted, params_by_media, drives, policy.sharing, readers, lean=True
+        )
+
+    def kept(chosen: pl.DataFrame, schedule: Schedule) -> Schedule:
+        return with_copy_columns(schedule, with_other_volumes(chosen, copies))
 
     if policy.copies == "newest":
-        only = build(newest_copies(copies))
+        newest = newest_copies(copies)
+        only = kept(newest, build(newest))
         return Recall(only, None, "newest", only)
     choice = _cheapest(copies, params_by_media, policy)
     cheapest = choice.chosen.drop("cost_s")
     best = (cheapest, build(cheapest), "cheapest")
     if copies["fid"].n_unique() == copies.height:  # one copy per file: nothing to weigh
-        return Recall(best[1], choice, best[2], best[1])  # the newest copies are the only ones
+        only = kept(cheapest, best[1])
+        return Recall(only, choice, best[2], only)  # the newest copies are the only ones
     key = _objective(policy.objective)
     newest = newest_copies(copies)
     newest_schedule = build(newest)
-    tried = [best, (newest, newest_schedule, "newest")]
-    start = min(tried, key=lambda t: key(t[1]))
-    if policy.objective == "makespan" and _idle_share(start[1], drives) > IDLE_WORTH_WEIGHING:
-        relieved = _relieve(start[0], start[1], copies, params_by_media, build, key)
-        tried.append((relieved[0], relieved[1], "relieved"))
-    winner = min(tried, key=lambda t: key(t[1]))
-    return Recall(winner[1], choice, winner[2], newest_schedule)
+    # Only the best so far and the newest (the baseline) are held.
+    if key(newest_schedule) < key(best[1]):
+        best = (newest, newest_schedule, "newest")
+    if policy.objective == "makespan" and _idle_share(best[1], drives) > IDLE_WORTH_WEIGHING:
+        relieved = _relieve(best[0], best[1], copies, params_by_media, build, key)
+        if key(relieved[1]) < key(best[1]):
+            best = (relieved[0], relieved[1], "relieved")
+    winner = kept(best[0], best[1])
+    return Recall(winner, choice, best[2], winner if best[2] == "newest" else newest_schedule)
 
 
 def candidate_bounds(

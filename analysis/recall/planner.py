@@ -12,7 +12,7 @@ planner's ordering. Everything here is pure: frames and frozen options in, frame
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -35,7 +35,7 @@ from tapelens.analysis.recall.engine import (
 )
 from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.recall.requests import Resolution, resolve
-from tapelens.analysis.recall.schedule import Schedule
+from tapelens.analysis.recall.schedule import Schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 
@@ -106,23 +106,34 @@ def plan_recall(
     )
     say(f"{resolution.wanted.height:,} files to read, {copies.height:,} copies to choose from")
     policy = Policy(options.sharing, "cheapest", options.exact_limit, options.objective)
-    planned = recall(copies, resolution.wanted, params_by_media, drives, readers, policy)
+    # The engine weighs where copies sit; their names (a million paths) join the plan after.
+    names = [c for c in copies.columns if c in _NAMES]
+    sits = copies.select(pl.exclude(names)).with_row_index("copy_row")
+    planned = recall(sits, resolution.wanted, params_by_media, drives, readers, policy)
+    planned = replace(
+        planned, schedule=with_copy_columns(planned.schedule, copies.select(names), "copy_row")
+    )
     schedule, choice = planned.schedule, planned.choice
     say(f"planned {schedule.tapes.height:,} mounts")
     assert choice is not None  # the cheapest-copy rule always reports its choice
+    assert planned.newest is not None  # the cheapest-copy rule schedules the newest too
+    newest_result = BaselineResult.of(planned.newest)
+    # Only its figures are kept: the schedule of a million files is let go before the replay.
+    planned = replace(planned, newest=None)
     wanted = resolution.wanted
     baselines: dict[str, BaselineResult] = {}
     if options.baselines:
         # Every cartridge a copy needs is asked for, right after its first (as the plan does).
-        newest = with_other_volumes(newest_copies(copies), copies)
+        # The replay reads where each copy sits, not what it is called: the names stay behind.
+        sits = sits.drop("copy_row")
+        newest = with_other_volumes(newest_copies(sits), sits)
         submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort(
             "fifo_rank", pl.col("part").fill_null(1) if "part" in newest.columns else "fid"
         )
         direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
         baselines["fifo"] = direct.baseline()
         say("replayed direct submission (the FIFO baseline)")
-        assert planned.newest is not None  # the cheapest-copy rule schedules the newest too
-        baselines["newest_copy"] = BaselineResult.of(planned.newest)
+        baselines["newest_copy"] = newest_result
     requesters = requester_completion(resolution.demand, schedule.files)
     limit = options.sharing.max_drives_per_group
     bound = candidate_bounds(copies, resolution.wanted, params_by_media, drives, limit)
@@ -148,6 +159,10 @@ def plan_recall(
         summary,
         options,
     )
+
+
+# Columns of a copy that name it; what times a read is elsewhere.
+_NAMES = ("file_id", "path", "dataset", "aggregate_id", "tape_state", "kind")
 
 
 def _with_object_size(copies: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:

@@ -88,8 +88,12 @@ def build_schedule(
     drives: Mapping[str, int],
     sharing: Sharing,
     readers: Mapping[str, tuple[str, ...]],
+    *,
+    lean: bool = False,
 ) -> Schedule:
-    """Time every tape's forward pass and dispatch the tapes: the plan, file by file."""
+    """Time every tape's forward pass and dispatch the tapes: the plan, file by file. A `lean`
+    schedule's files carry only the model's columns and `chosen_row` (a candidate weighed
+    against others needs no more; with_copy_columns completes the one kept)."""
     timed, tapes = timed_tapes(chosen, wanted, params_by_media)
     placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
     files = (
@@ -109,11 +113,22 @@ def build_schedule(
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("order"))
         .drop("_t0", "_seq", "_placed")
     )
-    # The chosen copies' other columns, gathered by row rather than joined (a million rows).
+    schedule = Schedule(files, placed, _timeline(placed, files))
+    return schedule if lean else with_copy_columns(schedule, chosen)
+
+
+def with_copy_columns(
+    schedule: Schedule, chosen: pl.DataFrame, row: str = "chosen_row"
+) -> Schedule:
+    """The schedule with the columns of `chosen` its files lack, each file's taken from the row
+    of `chosen` its `row` column names (dropped then); PLAN_COLUMNS first."""
+    files = schedule.files
+    # Gathered by row rather than joined (a million rows).
     extra = chosen.select([c for c in chosen.columns if c not in files.columns])
-    files = pl.concat([files.drop("chosen_row"), extra[files["chosen_row"]]], how="horizontal")
-    files = files.select(*PLAN_COLUMNS, *[c for c in files.columns if c not in PLAN_COLUMNS])
-    return Schedule(files, placed, _timeline(placed, files))
+    files = pl.concat([files.drop(row), extra[files[row]]], how="horizontal")
+    first = [c for c in PLAN_COLUMNS if c in files.columns]
+    files = files.select(*first, *[c for c in files.columns if c not in first])
+    return Schedule(files, schedule.tapes, schedule.timeline)
 
 
 def _in_tape_order(files: pl.DataFrame) -> pl.DataFrame:
