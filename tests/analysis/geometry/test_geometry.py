@@ -11,6 +11,7 @@ from tapelens.analysis.geometry.locate import (
     consecutive,
     from_load_point,
     gap_s,
+    move_s,
     rewind_s,
 )
 from tapelens.analysis.geometry.media import GEOMETRIES, MB, geometry
@@ -147,3 +148,29 @@ def test_the_accuracy_statement_orders_the_sources() -> None:
     assert all(source in text for source in POSITION_SOURCES)
     with pytest.raises(ValueError):
         accuracy("guess", g, **kwargs)
+
+
+@pytest.mark.parametrize("media", ["LTO-7", "LTO-9", "3592-JF"])
+def test_the_cost_matrix_equals_the_pairwise_costs(media: str) -> None:
+    g = geometry(media)
+    rng = np.random.default_rng(6)
+    dense = np.sort(rng.uniform(0, 0.01 * g.capacity_bytes, 150))  # many pairs stream
+    spread = rng.uniform(0, g.capacity_bytes, 150)  # unsorted, across the tape
+    for starts in (dense, spread):
+        p = places(starts, rng.uniform(1e6, 2e9, len(starts)), g)
+        q = p.take(rng.permutation(len(p))[:100])
+        want = move_s(
+            g,
+            p.end_bytes[:, None],
+            p.end_wrap[:, None],
+            p.end_band[:, None],
+            p.end_x_m[:, None],
+            p.end_direction[:, None],
+            q.start_bytes[None, :],
+            q.start_wrap[None, :],
+            q.start_band[None, :],
+            q.start_x_m[None, :],
+            q.start_direction[None, :],
+        )
+        assert between(p, q, g, block_rows=7) == pytest.approx(want, abs=1e-9)
+        assert between(p, q, g, dtype=np.float32) == pytest.approx(want, abs=1e-3)
