@@ -397,7 +397,9 @@ def _reinsert(
 def order_reads(
     files: pl.DataFrame, geometry: Geometry | str, *, budget_s: float = BUDGET_S
 ) -> pl.DataFrame:
-    """The reads of one mount in RAO order, with `read_rank` (0 first).
+    """The reads of one mount in RAO order, with `read_rank` (0 first) and `reach_s`, the time
+    to reach each object from where the previous one ended (from the load point for the first;
+    0 for the further members of an aggregate, read on from the first).
 
     `files`: position, size_bytes, and optionally start_bytes (bytes before the object on the
     tape), offset_bytes (a member's offset inside its aggregate), avg_object_bytes. Objects are
@@ -406,7 +408,9 @@ def order_reads(
     """
     geometry = as_geometry(geometry)
     if files.height == 0:
-        return files.with_columns(pl.lit(0, dtype=pl.Int64).alias("read_rank")).clear()
+        return files.with_columns(
+            pl.lit(0, dtype=pl.Int64).alias("read_rank"), pl.lit(0.0).alias("reach_s")
+        ).clear()
     frame = files.with_row_index("_row")
     added = [] if "offset_bytes" in frame.columns else ["offset_bytes"]
     if added:
@@ -437,18 +441,27 @@ def order_reads(
     known = objects["start"].to_numpy()
     start = np.where(np.isnan(known), estimated, known) + objects["first"].to_numpy()
     size = objects["last"].to_numpy() - objects["first"].to_numpy()
-    ordered = plan_order(places(start, size, geometry), geometry, budget_s=budget_s)
+    where = places(start, size, geometry)
+    ordered = plan_order(where, geometry, budget_s=budget_s)
     rank = pl.DataFrame(
         {
             "position": objects["position"].gather(ordered.order),
             "_object_rank": np.arange(len(ordered.order), dtype=np.int64),
+            "_reach_s": consecutive(where, ordered.order, geometry),
         }
     )
+    first_of_object = pl.col("_object_rank") != pl.col("_object_rank").shift(1)
     return (
         frame.join(rank, on="position", how="left")
         .sort("_object_rank", "offset_bytes", "_row", nulls_last=False)
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"))
-        .drop("_row", "_object_rank", *added)
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
+            pl.when(first_of_object.fill_null(True))
+            .then(pl.col("_reach_s"))
+            .otherwise(0.0)
+            .alias("reach_s"),
+        )
+        .drop("_row", "_object_rank", "_reach_s", *added)
     )
 
 

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tapelens.analysis.geometry.locate import rewind_s
 from tapelens.analysis.geometry.media import geometry
-from tapelens.analysis.geometry.place import Places, places
+from tapelens.analysis.geometry.place import Places, places, start_bytes_from_positions
 from tapelens.analysis.geometry.rao import (
     exact_order,
     greedy_order,
@@ -128,3 +129,25 @@ def test_order_reads_keeps_aggregate_members_together() -> None:
         offsets = out.filter(pl.col("position") == pos)["offset_bytes"].drop_nulls().to_list()
         assert offsets == sorted(offsets)
     assert order_reads(files.clear(), g).height == 0
+
+
+def test_order_reads_says_what_reaching_each_object_costs() -> None:
+    g = geometry("LTO-8")
+    files = pl.DataFrame(
+        {
+            "position": [10, 10, 500, 9_000],
+            "offset_bytes": [0, 1_000_000, None, None],
+            "size_bytes": [1_000_000, 1_000_000, 2_000_000_000, 2_000_000_000],
+            "avg_object_bytes": [2e9] * 4,
+        }
+    )
+    out = order_reads(files, g)
+    objects = out.filter(pl.col("reach_s") > 0)
+    assert objects.height == 3  # the aggregate's second member is read on from the first
+    # The reads' own costs add up to the order's time less streaming and the rewind.
+    start = start_bytes_from_positions(np.array([10, 500, 9_000]), 2e9)
+    where = places(start, np.array([2e6, 2e9, 2e9]), g)
+    chosen = plan_order(where, g)
+    streamed = float(((where.end_bytes - where.start_bytes) / (g.rate_mb_s * 1e6)).sum())
+    rewound = float(rewind_s(where.end_x_m[chosen.order[-1]], g))
+    assert out["reach_s"].sum() == pytest.approx(chosen.total_s - streamed - rewound)
