@@ -183,13 +183,14 @@ def recall_per_dataset(
     readable_by: Mapping[str, tuple[str, ...]] | None,
     prefix: str,
     sharing: Sharing | None = None,
+    order: str = "position",
 ) -> pl.DataFrame:
     """Per dataset, its files recalled alone on all the given drives by the recall engine:
     {prefix}_tapes, {prefix}_unreadable_tapes (tapes of a media type no given drive reads, or
     in a state that cannot be recalled now),
     {prefix}_s and {prefix}_rate_mb_s. `files` may hold several copies of a file (file_id):
     the engine picks among them as `plan recall` does."""
-    recalled, _ = _recall(files, drives, params_by_media, readable_by, sharing)
+    recalled, _ = _recall(files, drives, params_by_media, readable_by, sharing, order)
     return _prefixed(recalled, prefix)
 
 
@@ -203,6 +204,7 @@ def _recall(
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None,
     sharing: Sharing | None,
+    order: str = "position",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per dataset: tapes, unreadable_tapes, s, rate_mb_s; and the copies the engine read."""
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
@@ -217,7 +219,7 @@ def _recall(
         .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
     )
     copies, wanted = engine_inputs(files.filter(can), group="dataset")
-    policy = Policy(sharing or Sharing())
+    policy = Policy(sharing or Sharing(), order=order)
     done = recall(copies, wanted, params_by_media, counts, readers, policy, own_drives=True)
     read = done.schedule.files
     per_dataset = (
@@ -250,6 +252,7 @@ def predict_datasets(
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None = None,
     sharing: Sharing | None = None,
+    order: str = "position",
 ) -> pl.DataFrame:
     """Per dataset: files, bytes, tapes; predicted recall time and rate now and with ideal
     placement; the cost of today's placement (now_s - ideal_s) and the slowdown (now / ideal).
@@ -257,11 +260,11 @@ def predict_datasets(
     `files`: the datasets' live copies: dataset, volume, media_type, position, size_bytes, and
     optionally file_id, path, offset_bytes, aggregate_id, start_bytes, avg_object_bytes,
     written_at, copy_no, dataset_type. Each dataset is predicted as `plan recall` of its files
-    would plan it alone on all the given drives.
+    would plan it alone on all the given drives, each tape read in `order` (read_order.ORDERS).
     """
     if "offset_bytes" not in files.columns:
         files = files.with_columns(offset_bytes=pl.lit(None, pl.Int64))
-    now, read = _recall(files, drives, params_by_media, readable_by, sharing)
+    now, read = _recall(files, drives, params_by_media, readable_by, sharing, order)
     first = [pl.col("dataset_type").first()] if "dataset_type" in files.columns else []
     types = files.group_by("dataset").agg(*first)
     key = "file_id" if "file_id" in files.columns else "position"
@@ -278,9 +281,11 @@ def predict_datasets(
         how="left",
     )
     packed, _ = _recall(
-        ideal_placement(read, params_by_media), drives, params_by_media, readable_by, sharing
+        ideal_placement(read, params_by_media), drives, params_by_media, readable_by, sharing, order
     )
-    own, _ = _recall(adjacent_on_own_tapes(read), drives, params_by_media, readable_by, sharing)
+    own, _ = _recall(
+        adjacent_on_own_tapes(read), drives, params_by_media, readable_by, sharing, order
+    )
     # The ideal is the faster of the two layouts, so that no dataset's placement shows a
     # negative cost merely because packing it onto fewer tapes serialises its reads.
     ideal = (

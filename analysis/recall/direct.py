@@ -35,8 +35,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from tapelens.analysis.geometry import GEOMETRIES, gap_s
 from tapelens.analysis.recall.baselines import BaselineResult
 from tapelens.analysis.recall.dispatch import drive_names, readers_of
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
@@ -93,11 +95,15 @@ class DirectSubmission:
         system that unloads as soon as a tape's queue is empty).
     preempt_idle: a waiting request for another tape takes a drive that holds an idle tape
         before the retention ends (HPSS and TSM do; False keeps idle tapes for the full time).
+    locates: how a move between two reads is priced: "model" (the throughput model, by the
+        objects and bytes between them) or "geometry" (the tape's serpentine layout, as plans
+        read in RAO order are timed, so that both sides of a comparison use the same physics).
     """
 
     window: int | None = None
     idle_dismount_s: float = HPSS_DISMOUNT_DELAY_S
     preempt_idle: bool = True
+    locates: str = "model"
 
     @classmethod
     def spectrum_protect(cls, window: int | None = None) -> DirectSubmission:
@@ -117,6 +123,7 @@ class DirectSubmission:
             "window": self.window,
             "idle_dismount_s": self.idle_dismount_s,
             "preempt_idle": self.preempt_idle,
+            "locates": self.locates,
         }
 
 
@@ -192,6 +199,8 @@ def serve_direct(
         raise InputError(f"no throughput parameters for media type(s) {', '.join(unknown)}")
     reader_types = readers_of(media, counts, readers)
     timing = _request_times(requests, params_by_media)
+    if options.locates == "geometry":
+        timing = _geometry_positioning(requests, timing, params_by_media)
     run = _Run(requests, timing, counts, reader_types, params_by_media, options, window)
     return run.serve()
 
@@ -217,6 +226,44 @@ def _request_times(requests: pl.DataFrame, params: Mapping[str, ModelParams]) ->
             "fresh_pos_s": fresh["predicted_positioning_s"],
             "fresh_s": fresh["predicted_duration_s"],
         }
+    )
+
+
+def _geometry_positioning(
+    requests: pl.DataFrame, timing: pl.DataFrame, params: Mapping[str, ModelParams]
+) -> pl.DataFrame:
+    """The same timing with each positioning priced by the tape's geometry (locate.gap_s): from
+    the tape's previous request in submission order, and from the load point. Media types
+    without a geometry keep the model's."""
+    avg = pl.col("size_bytes").cast(pl.Float64).mean().over("volume")
+    if "avg_object_bytes" in requests.columns:
+        avg = pl.coalesce(pl.col("avg_object_bytes"), avg)
+    address = (pl.col("position") - 1).clip(0).cast(pl.Float64) * avg
+    if "start_bytes" in requests.columns:
+        address = pl.coalesce(pl.col("start_bytes").cast(pl.Float64), address)
+    where = requests.select(
+        "media_type",
+        address.alias("start"),
+        (address + pl.col("size_bytes")).shift(1).over("volume").alias("prev_end"),
+    )
+    cont = timing["cont_pos_s"].to_numpy().copy()
+    fresh = timing["fresh_pos_s"].to_numpy().copy()
+    media = where["media_type"].to_numpy()
+    start = where["start"].to_numpy()
+    prev_end = where["prev_end"].fill_null(float("nan")).to_numpy()
+    for name in set(media.tolist()):
+        shape = GEOMETRIES.get(str(name))
+        if shape is None:
+            continue
+        rows = media == name
+        scale = params[str(name)].locate_scale
+        cont[rows] = scale * gap_s(prev_end[rows], start[rows], shape)
+        fresh[rows] = scale * gap_s(np.full(int(rows.sum()), np.nan), start[rows], shape)
+    return timing.with_columns(
+        (pl.col("cont_s") - pl.col("cont_pos_s") + cont).alias("cont_s"),
+        (pl.col("fresh_s") - pl.col("fresh_pos_s") + fresh).alias("fresh_s"),
+        pl.Series("cont_pos_s", cont),
+        pl.Series("fresh_pos_s", fresh),
     )
 
 

@@ -26,6 +26,7 @@ from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.policies import Sharing
+from tapelens.analysis.recall.read_order import ORDERS
 from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.errors import InputError
@@ -52,12 +53,15 @@ class Policy:
     copies: str = "cheapest"  # cheapest: least predicted time; newest: as tape clients do
     exact_limit: int = EXACT_LIMIT
     objective: str = "makespan"
+    order: str = "position"  # the reads on a tape: read_order.ORDERS
 
     def __post_init__(self) -> None:
         if self.copies not in COPY_RULES:
             raise ValueError(f"copy rule {self.copies!r} is not one of {COPY_RULES}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective {self.objective!r} is not one of {OBJECTIVES}")
+        if self.order not in ORDERS:
+            raise ValueError(f"read order {self.order!r} is not one of {ORDERS}")
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,14 @@ def _recall_alone(
         # columns are gathered for the one kept.
         parts = with_other_volumes(chosen, copies)
         return build_schedule(
-            parts, wanted, params_by_media, drives, policy.sharing, readers, lean=True
+            parts,
+            wanted,
+            params_by_media,
+            drives,
+            policy.sharing,
+            readers,
+            lean=True,
+            order=policy.order,
         )
 
     def kept(chosen: pl.DataFrame, schedule: Schedule) -> Schedule:

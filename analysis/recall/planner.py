@@ -49,6 +49,7 @@ class PlanOptions:
     exact_limit: int = EXACT_LIMIT
     baselines: bool = True
     objective: str = "makespan"
+    order: str = "position"  # the reads on a tape (read_order.ORDERS)
     # How the FIFO baseline's tape system serves direct submission (direct.py).
     direct: DirectSubmission = field(default_factory=DirectSubmission)
 
@@ -105,7 +106,9 @@ def plan_recall(
         pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")
     )
     say(f"{resolution.wanted.height:,} files to read, {copies.height:,} copies to choose from")
-    policy = Policy(options.sharing, "cheapest", options.exact_limit, options.objective)
+    policy = Policy(
+        options.sharing, "cheapest", options.exact_limit, options.objective, options.order
+    )
     # The engine weighs where copies sit; their names (a million paths) join the plan after.
     names = [c for c in copies.columns if c in _NAMES]
     sits = copies.select(pl.exclude(names)).with_row_index("copy_row")
@@ -130,7 +133,11 @@ def plan_recall(
         submitted = newest.join(wanted.select("fid", "fifo_rank"), on="fid").sort(
             "fifo_rank", pl.col("part").fill_null(1) if "part" in newest.columns else "fid"
         )
-        direct = serve_direct(submitted, drives, params_by_media, readers, options.direct)
+        # Under RAO the plan's moves are priced by tape geometry; so are the baseline's.
+        served_as = options.direct
+        if options.order == "rao":
+            served_as = replace(served_as, locates="geometry")
+        direct = serve_direct(submitted, drives, params_by_media, readers, served_as)
         baselines["fifo"] = direct.baseline()
         say("replayed direct submission (the FIFO baseline)")
         baselines["newest_copy"] = newest_result
@@ -260,6 +267,7 @@ def summarise(
         "schedule_bound": {k: round(v, 3) for k, v in mounts_bound.items() if k != "lower_bound_s"},
         "copy_set": planned.copy_set,
         "objective": options.objective,
+        "read_order": options.order,
         **options.as_dict(),
         "copy_choice": choice.as_dict(),
         "not_found": [

@@ -57,6 +57,9 @@ class ModelParams:
     locate_max_s: float  # bound on any locate
     rewind_s: float
     unload_s: float
+    # Positioning priced by the tape's geometry (read order rao) is multiplied by this: 1 until
+    # calibration fits it to the site's own positioning times.
+    locate_scale: float = 1.0
 
     @classmethod
     def from_media(cls, media: MediaType, **overrides: Any) -> ModelParams:
@@ -132,11 +135,14 @@ def _p(name: str) -> pl.Expr:
     return pl.col(f"p_{name}")
 
 
-def _time_exprs(kind: pl.Expr, skipped_bytes: pl.Expr, fraction: pl.Expr) -> list[pl.Expr]:
+def _time_exprs(
+    kind: pl.Expr, skipped_bytes: pl.Expr, fraction: pl.Expr, reach_s: pl.Expr | None = None
+) -> list[pl.Expr]:
     """positioning_s, overhead_s, stream_s and duration_s of one file, given how it is reached.
 
     kind: first | member (next in the same aggregate) | read_through | locate. `fraction` is the
-    file's place on the tape (0..1), used by the first locate only.
+    file's place on the tape (0..1), used by the first locate only. `reach_s`, where not null,
+    is the positioning time itself (except for an aggregate's further members).
     """
     rate_b_s = _p("rate_mb_s") * MB
     first = pl.min_horizontal(
@@ -154,6 +160,10 @@ def _time_exprs(kind: pl.Expr, skipped_bytes: pl.Expr, fraction: pl.Expr) -> lis
         .then(locate)
         .otherwise(skipped_bytes.clip(0) / rate_b_s)
     )
+    if reach_s is not None:
+        # An aggregate's further members are read on from the first, as before.
+        given = pl.coalesce(reach_s, positioning)
+        positioning = pl.when(kind == "member").then(positioning).otherwise(given)
     overhead = pl.when(kind == "member").then(0.0).otherwise(_p("overhead_s"))
     stream = pl.col("size_bytes") / rate_b_s
     return [
@@ -175,6 +185,10 @@ _OPTIONAL_FILE_COLUMNS: dict[str, pl.DataType] = {
     "gap_bytes": pl.Int64(),  # bytes skipped since the previous wanted file (catalog)
     "start_bytes": pl.Int64(),  # bytes on the tape before this file
     "avg_object_bytes": pl.Float64(),  # average object size on the tape, when known
+    # A read order other than position order (read_rank, per mount), and what reaching each
+    # read costs in it (reach_s, from tape geometry): analysis.recall.read_order gives both.
+    "read_rank": pl.Int64(),
+    "reach_s": pl.Float64(),
 }
 
 
@@ -186,10 +200,13 @@ def file_times(
     """Per wanted file: how it is reached and its predicted start/end on its mount.
 
     `files` has the `key` columns, media_type, position, size_bytes and optionally offset_bytes,
-    aggregate_id, gap_bytes, start_bytes, avg_object_bytes. Each group of `key` is one mount,
-    read in position order (aggregate members by offset), each aggregate a single tape object.
-    Skipped bytes come from gap_bytes, else from start_bytes, else from the average object size.
-    Times (start_s, end_s) count from the mount request.
+    aggregate_id, gap_bytes, start_bytes, avg_object_bytes, read_rank, reach_s. Each group of
+    `key` is one mount, read in position order (aggregate members by offset), each aggregate a
+    single tape object, or in the order of read_rank when given (a read behind the previous one
+    is then a locate). Skipped bytes come from gap_bytes, else from start_bytes, else from the
+    average object size. A read's reach_s, when given, is its positioning time (the tape
+    geometry's cost of getting there) in place of the model's read-through or locate. Times
+    (start_s, end_s) count from the mount request.
     """
     keys = list(key)
     _require(files, [*keys, "media_type", "position", "size_bytes"], "files")
@@ -228,7 +245,7 @@ def file_times(
         .then(pl.lit("first"))
         .when(~new_object)
         .then(pl.lit("member"))
-        .when(gap_objects <= _p("read_through_max_gap"))
+        .when((gap_objects >= 1) & (gap_objects <= _p("read_through_max_gap")))
         .then(pl.lit("read_through"))
         .otherwise(pl.lit("locate"))
     )
@@ -236,10 +253,12 @@ def file_times(
         pl.coalesce(pl.col("start_bytes").cast(pl.Float64), pl.col("position") * avg_object)
         / _p("capacity_bytes")
     ).fill_null(0.0)
+    ranked = "read_rank" in files.columns
+    order = [*keys, "read_rank"] if ranked else [*keys, "position", "offset_bytes"]
     out = (
         frame.lazy()
         .join(params_frame(params_by_media).lazy(), on="media_type", how="left")
-        .sort([*keys, "position", "offset_bytes"], nulls_last=False, maintain_order=True)
+        .sort(order, nulls_last=False, maintain_order=True)
         .with_columns(tape_change.alias("_new_tape"))
         .with_columns(pl.col("_new_tape").cum_sum().alias("_tape"))
         .with_columns(
@@ -247,7 +266,11 @@ def file_times(
             skipped.alias("skipped_bytes"),
         )
         .with_columns(kind.alias("kind"), fraction.alias("_fraction"))
-        .with_columns(_time_exprs(pl.col("kind"), pl.col("skipped_bytes"), pl.col("_fraction")))
+        .with_columns(
+            _time_exprs(
+                pl.col("kind"), pl.col("skipped_bytes"), pl.col("_fraction"), pl.col("reach_s")
+            )
+        )
     )
     cum = pl.col("duration_s").cum_sum()
     tape_base = pl.when(pl.col("_new_tape")).then(cum - pl.col("duration_s")).forward_fill()

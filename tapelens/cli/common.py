@@ -11,6 +11,7 @@ import click
 import polars as pl
 import psycopg
 
+from tapelens.analysis.recall.read_order import ORDERS
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.ingest.migrations import migrate
@@ -178,6 +179,21 @@ def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str,
 
 
 INVENTORY_DRIVES = "the online drives of `tapelens drives`"
+
+
+def order_option(fn: F) -> F:
+    """--order position|rao: how the reads on a mounted tape are ordered and timed."""
+    return click.option(
+        "--order",
+        "read_order",
+        type=click.Choice(ORDERS),
+        default="position",
+        show_default=True,
+        help="Reads on a tape: position = one forward pass in position order, gaps priced by"
+        " the throughput model; rao = recommended access order from the tape's serpentine"
+        " geometry (wraps, bands, where each file sits), each move priced by that geometry"
+        " (docs/geometry.md).",
+    )(fn)
 
 
 def drives_option(default: str = INVENTORY_DRIVES) -> Callable[[F], F]:

@@ -21,7 +21,13 @@ from tapelens.analysis.recall.policies import (
 )
 from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
 from tapelens.analysis.recall.requests import read_requests
-from tapelens.cli.common import App, drives_option, drives_or_inventory, pass_app
+from tapelens.cli.common import (
+    App,
+    drives_option,
+    drives_or_inventory,
+    order_option,
+    pass_app,
+)
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -68,6 +74,7 @@ POLICY_HELP = (
     help="When files have several copies: finish soonest (drives that would idle read other"
     " copies), or spend the least drive time (fewest, shortest mounts).",
 )
+@order_option
 @click.option(
     "--fifo-window",
     type=click.IntRange(min=1),
@@ -100,6 +107,7 @@ def recall(
     requester_limit: int | None,
     group_weights: str | None,
     objective: str,
+    read_order: str,
     fifo_window: int | None,
     output: str | None,
     summary_file: str | None,
@@ -111,8 +119,9 @@ def recall(
 
     REQUESTS is a CSV file with a header naming path, file_id or dataset (and optionally
     requester, group, priority, submitted_at), or plain text with one path a line. The plan
-    mounts every tape once, reads it in position order, and is compared with direct FIFO
-    submission and with newest-copy selection.
+    mounts every tape once, reads it in position order (or, with --order rao, in the order
+    its serpentine geometry makes fastest), and is compared with direct FIFO submission and
+    with newest-copy selection. The exports list each tape's files in the plan's read order.
 
     \b
     Example:
@@ -133,6 +142,7 @@ def recall(
             drives=tuple(drives_or_inventory(conn, drives_spec).items()),
             sharing=sharing,
             objective=objective,
+            order=read_order,
             direct=DirectSubmission(window=fifo_window),
         )
         result, params = plan_store.plan_from_database(

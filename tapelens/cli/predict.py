@@ -16,6 +16,7 @@ from tapelens.cli.common import (
     dataset_type_option,
     drives_for,
     drives_option,
+    order_option,
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
@@ -31,6 +32,7 @@ predict = BY_NAME["predict"]
 @dataset_type_option
 @drives_option(f"{INVENTORY_DRIVES}, else one of a type for each media")
 @assume_media_option
+@order_option
 @format_option
 @pass_app
 def datasets(
@@ -39,6 +41,7 @@ def datasets(
     dataset_type: str | None,
     drives_spec: str | None,
     assume_media: str | None,
+    read_order: str,
     fmt: str,
     output: str | None,
 ) -> None:
@@ -70,7 +73,7 @@ def datasets(
     if files.height == 0:
         raise InputError("no live files match" + (f" dataset {dataset!r}" if dataset else ""))
     drives = drives_for(drives, files, readers)
-    table = predict_datasets(files, drives, params, readers)
+    table = predict_datasets(files, drives, params, readers, order=read_order)
     blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
     if blocked:
         click.echo(

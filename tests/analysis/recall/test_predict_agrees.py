@@ -1,5 +1,5 @@
-"""`predict datasets` and `plan recall` of the same dataset, with the same drives, give the same
-predicted time: both run the one recall engine on the same copies."""
+"""`predict datasets` and `plan recall` of the same dataset, with the same drives and read order,
+give the same predicted time: both run the one recall engine on the same copies."""
 
 from __future__ import annotations
 
@@ -24,8 +24,11 @@ def run(dsn: str, *args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.parametrize("order", ["position", "rao"])
 @pytest.mark.parametrize("drives", ["LTO8:1", "LTO8:3", "LTO8:2,LTO9:1"])
-def test_predict_and_plan_agree_on_a_dataset(dsn: str, tmp_path: Path, drives: str) -> None:
+def test_predict_and_plan_agree_on_a_dataset(
+    dsn: str, tmp_path: Path, drives: str, order: str
+) -> None:
     # 'mixed' lives on its home tape among other datasets' files, with stray second copies of
     # some files on two other tapes and an LTO-7 tape of its own: the engine has copies to
     # choose between, tapes to share out, and a media type only some drives read.
@@ -48,13 +51,19 @@ def test_predict_and_plan_agree_on_a_dataset(dsn: str, tmp_path: Path, drives: s
         )
     predicted = json.loads(
         run(
-            dsn, "predict", "datasets", "--dataset", "mixed", "--drives", drives, "--format", "json"
+            dsn,
+            *("predict", "datasets", "--dataset", "mixed", "--drives", drives),
+            *("--order", order, "--format", "json"),
         )
     )
     requests = tmp_path / "mixed.csv"
     requests.write_text("dataset\nmixed\n")
     summary = tmp_path / "plan.json"
-    run(dsn, "plan", "recall", str(requests), "--drives", drives, "--summary", str(summary))
+    run(
+        dsn,
+        *("plan", "recall", str(requests), "--drives", drives, "--order", order),
+        *("--summary", str(summary)),
+    )
     plan = json.loads(summary.read_text())
     (row,) = predicted
     assert row["files"] == plan["files"]
