@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import least_squares
 
+from tapelens.analysis.geometry import GEOMETRIES, gap_s
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 Vector = np.ndarray
@@ -227,3 +228,45 @@ def fit_locates(
         ),
         notes,
     )
+
+
+def fit_locate_scale(
+    frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
+) -> tuple[ModelParams, list[str]]:
+    """The factor by which the site's own positioning times differ from what the tape geometry
+    prices them at (analysis.geometry.gap_s, used for plans in RAO order): the median ratio, in
+    logs, over the locates between files and the first reads of mounts whose places are known.
+    Media types without a geometry keep 1."""
+    shape = GEOMETRIES.get(params.media_type)
+    if shape is None:
+        return params, []
+    if "position" not in frame.columns and "start_bytes" not in frame.columns:
+        return params, ["locate scale: default (reads without positions)"]
+    avg = float(avg_object_bytes)
+    address = pl.lit(None, pl.Float64)
+    if "position" in frame.columns:
+        address = (pl.col("position") - 1).clip(0).cast(pl.Float64) * avg
+    prev_end = address - (pl.col("gap") - 1).cast(pl.Float64) * avg
+    if "start_bytes" in frame.columns:
+        address = pl.coalesce(pl.col("start_bytes").cast(pl.Float64), address)
+        if "gap_bytes" in frame.columns:
+            exact = pl.col("start_bytes").cast(pl.Float64) - pl.col("gap_bytes").cast(pl.Float64)
+            prev_end = pl.coalesce(exact, prev_end)
+    far = (pl.col("gap") > params.read_through_max_gap) | (pl.col("gap") < 0)
+    own = pl.col("observed_s") - params.overhead_s - pl.col("size_bytes") / (params.rate_mb_s * MB)
+    if "locate_s" in frame.columns:
+        own = pl.coalesce(pl.col("locate_s"), own)
+    picked = frame.filter(far | pl.col("gap").is_null()).select(
+        address.alias("start"),
+        pl.when(pl.col("gap").is_null()).then(None).otherwise(prev_end).alias("prev_end"),
+        own.alias("own"),
+    )
+    picked = picked.filter(pl.col("start").is_not_null() & pl.col("own").is_not_null())
+    if picked.height < MIN_FIT_READS:
+        return params, [f"locate scale: default ({picked.height} locates with known places)"]
+    priced = gap_s(
+        picked["prev_end"].fill_null(np.nan).to_numpy(), picked["start"].to_numpy(), shape
+    )
+    observed = np.maximum(picked["own"].to_numpy(), LOCATE_FLOOR_S)
+    ratio = np.log(observed) - np.log(np.maximum(priced, LOCATE_FLOOR_S))
+    return replace(params, locate_scale=float(np.exp(np.median(ratio)))), []
