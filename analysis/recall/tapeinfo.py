@@ -26,12 +26,14 @@ order) and `size` (bytes), for the same copy as above.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from tapelens.analysis.recall.baselines import newest_copies
+from tapelens.analysis.recall.read_order import in_read_order
+from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import InputError
 
 FORMATS = ("json", "csv")
@@ -115,12 +117,25 @@ def write_tapeinfo(
     return list(targets)
 
 
-def endit_hints(copies: pl.DataFrame, full_names: bool = False) -> dict[str, dict[str, object]]:
+def endit_hints(
+    copies: pl.DataFrame,
+    full_names: bool = False,
+    order: str = "position",
+    params_by_media: Mapping[str, ModelParams] | None = None,
+) -> dict[str, dict[str, object]]:
     """ENDIT's tape hints: name -> {volid, order, size} for the copy a tape system recalls.
-    `copies` as for tapeinfo, with position and offset_bytes."""
+    `copies` as for tapeinfo, with position and offset_bytes; `order` is the read order on each
+    volume (read_order.ORDERS; rao needs media_type and the parameters in use)."""
     chosen = newest_copies(copies, "file_id").sort(
         "volume", "position", "offset_bytes", nulls_last=False
     )
+    if order != "position":
+        ranked = in_read_order(
+            chosen.with_columns(pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")),
+            order,
+            params_by_media or {},
+        )
+        chosen = ranked.sort("vid", "read_rank")
     name = pl.col("path") if full_names else pl.col("path").str.extract(r"([^/]*)$")
     hints = chosen.select(
         name.alias("name"),

@@ -20,7 +20,8 @@ from tapelens.analysis.recall.tapeinfo import (
     write_tapeinfo,
 )
 from tapelens.analysis.sim.config import parse_duration
-from tapelens.cli.common import App, F, pass_app
+from tapelens.analysis.throughput import store as params_store
+from tapelens.cli.common import App, F, order_option, pass_app
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
@@ -109,20 +110,27 @@ def dcache_tapeinfo(
     help="Key files by their whole path (default: the name without directories, as ENDIT"
     " archives files under their dCache id).",
 )
+@order_option
 @pass_app
-def endit(app: App, output: str, requests_file: str | None, full_names: bool) -> None:
+def endit(
+    app: App, output: str, requests_file: str | None, full_names: bool, read_order: str
+) -> None:
     """ENDIT's tape hint file, which lets its retriever read from several tapes at once: per
     file its volume (volid), its place on the volume counted from 0 in tape order (order) and
     its size in bytes, for the copy a tape system recalls. Written aside and renamed, so
-    ENDIT never reads half a file.
+    ENDIT never reads half a file. With --order rao (and --requests), order is the requested
+    files' recommended access order on each volume instead of their tape order.
 
     \b
     Example:
         tapelens export endit-hints -o /var/spool/endit/tapehints/NODE.json
     """
+    if read_order != "position" and not requests_file:
+        raise click.UsageError("--order rao orders the files of a request: give --requests FILE")
     with connection(app.dsn()) as conn:
         copies = _recallable(conn, requests_file)
-    hints = endit_hints(copies, full_names)
+        params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
+    hints = endit_hints(copies, full_names, read_order, params)
     target = Path(output)
     aside = target.with_name(f".{target.name}.partial")
     aside.write_text(json.dumps(hints) + "\n")

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from tapelens.analysis.geometry import order_reads
 from tapelens.analysis.recall.tapeinfo import (
     endit_hints,
     parse_path_map,
@@ -161,3 +162,31 @@ def test_the_endit_command_writes_the_hint_file(dsn: str, tmp_path: Path) -> Non
         "0000A": {"volid": "V1", "order": 1, "size": 50},
     }
     assert not list(tmp_path.glob(".*partial"))
+
+
+def test_endit_hints_in_rao_order_follow_the_tapes_geometry() -> None:
+    # Scattered files on one LTO-8 tape: the hint's order is the recommended access order.
+    positions = [7, 2_400, 3_100, 150, 4_900, 60, 2_000, 5_500, 900, 3_700, 1_300, 4_200, 5_999]
+    copies = pl.DataFrame(
+        {
+            "file_id": [f"f{p}" for p in positions],
+            "path": [f"/d/f{p}" for p in positions],
+            "size_bytes": 500_000_000,
+            "volume": "V1",
+            "media_type": "LTO-8",
+            "written_at": T0,
+            "copy_no": 1,
+            "position": positions,
+            "offset_bytes": None,
+            "avg_object_bytes": 2e9,
+        },
+        schema_overrides={"offset_bytes": pl.Int64},
+    )
+    by_position = endit_hints(copies)
+    rao = endit_hints(copies, order="rao")
+    assert sorted(by_position, key=lambda n: by_position[n]["order"]) == [
+        f"f{p}" for p in sorted(positions)
+    ]
+    ranked = order_reads(copies, "LTO-8")
+    assert sorted(rao, key=lambda n: rao[n]["order"]) == ranked["file_id"].to_list()
+    assert ranked["file_id"].to_list() != [f"f{p}" for p in sorted(positions)]
