@@ -17,6 +17,7 @@ from tapelens.dashboards.superset.api import SupersetClient
 from tapelens.dashboards.superset.install import (
     ADMIN_USER,
     ASSETS_DIR,
+    VIEWER_USER,
     DashboardsError,
     Progress,
     SupersetHome,
@@ -24,6 +25,7 @@ from tapelens.dashboards.superset.install import (
     ensure_admin,
     ensure_metadata,
     ensure_venv,
+    ensure_viewer,
     quiet,
     read_or_create_secret,
     write_config,
@@ -31,6 +33,8 @@ from tapelens.dashboards.superset.install import (
 from tapelens.dashboards.superset.server import Running, start
 
 READER_PASSWORD_FILE = "reader.password"
+# The database entry of dashboards/databases/, whose datasets the viewer may read.
+DATABASE_NAME = "tapelens"
 READER_PASSWORD_BYTES = 18
 
 
@@ -42,6 +46,8 @@ class Served:
     user: str
     generated_password: str | None  # set only when this call made the admin's password
     server: Running
+    viewer: str = VIEWER_USER
+    generated_viewer_password: str | None = None  # set only when this call made it
 
 
 def reader_password(home: SupersetHome) -> str:
@@ -81,7 +87,9 @@ def serve(
     client.login(ADMIN_USER, admin_pw or admin_password(home))
     progress("importing the dashboards")
     import_assets(client, reader, directory)
-    return Served(server.url, ADMIN_USER, generated, server)
+    progress(f"giving the read-only user {VIEWER_USER!r} the dashboards' datasets")
+    viewer_generated = ensure_viewer(home, DATABASE_NAME)
+    return Served(server.url, ADMIN_USER, generated, server, VIEWER_USER, viewer_generated)
 
 
 def deploy(

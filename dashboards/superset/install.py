@@ -8,6 +8,7 @@ instance directory (`$TAPELENS_HOME/superset` for `tapelens dashboards serve`):
     venv/                  the virtualenv (may live elsewhere: a cache shared by instances)
     secret_key             Superset's SECRET_KEY, random, mode 0600
     admin.password         the admin's password, mode 0600
+    viewer.password        the read-only viewer's password, mode 0600
     superset_config.py     the configuration Superset reads
     superset.db            the metadata database (SQLite)
     superset.log           the server's log
@@ -35,6 +36,9 @@ REQUIREMENTS = ASSETS_DIR / "superset-requirements.txt"
 CONSTRAINTS = ASSETS_DIR / "superset-constraints.txt"
 SUPERSET_VERSION = "6.1.0"
 ADMIN_USER = "admin"
+# The read-only login: sees the tapelens dashboards, charts and datasets, edits nothing, no SQL Lab.
+VIEWER_USER = "viewer"
+VIEWER_ROLE = "tapelens_viewer"
 PASSWORD_BYTES = 18
 SECRET_KEY_BYTES = 42
 STAMP = "tapelens-stamp"
@@ -79,6 +83,10 @@ class SupersetHome:
         return self.root / "admin.password"
 
     @property
+    def viewer_password_path(self) -> Path:
+        return self.root / "viewer.password"
+
+    @property
     def config_path(self) -> Path:
         return self.root / "superset_config.py"
 
@@ -101,6 +109,9 @@ class SupersetHome:
             SUPERSET_CONFIG_PATH=str(self.config_path),
             SUPERSET_HOME=str(self.root),
             FLASK_APP="superset",
+            # Superset's and its packages' own switches for usage telemetry: off.
+            SCARF_NO_ANALYTICS="true",
+            DO_NOT_TRACK="1",
             PATH=f"{self.bin}{os.pathsep}{env.get('PATH', '')}",
         )
         return env
@@ -220,6 +231,12 @@ SQLALCHEMY_DATABASE_URI = {metadata_uri!r}
 WTF_CSRF_ENABLED = True
 RATELIMIT_STORAGE_URI = "memory://"
 CONTENT_SECURITY_POLICY_WARNING = False
+# Nothing phones home: no Scarf telemetry pixel in the pages, no map tiles from Mapbox.
+SCARF_ANALYTICS = False
+MAPBOX_API_KEY = ""
+# No anonymous access and no self-registration: every user is made by tapelens or an admin.
+PUBLIC_ROLE_LIKE = None
+AUTH_USER_REGISTRATION = False
 # Superset's metadata stays small and local: WAL lets the server's threads read while one
 # writes, and skipping fsync keeps `superset db upgrade` from taking minutes.
 @event.listens_for(Engine, "connect")
@@ -340,6 +357,83 @@ def ensure_admin(home: SupersetHome, password: str | None = None) -> str | None:
     )
     write_private(home.admin_password_path, password + "\n")
     return generated
+
+
+_VIEWER_SCRIPT = """
+import sys
+from superset.app import create_app
+
+name, role_name, database_name = sys.argv[1:4]
+password = sys.stdin.readline().rstrip("\\n")
+app = create_app()
+with app.app_context():
+    from superset import db, security_manager as sm
+    from superset.connectors.sqla.models import SqlaTable
+    from superset.models.core import Database
+
+    # What the Gamma role may do, less every write, every import, SQL Lab and Explore's editor.
+    writes = ("write", "add", "edit", "delete", "save", "overwrite", "import", "upload", "copy",
+              "muldelete", "tag", "share", "favstar", "warm_up")
+    editors = {"SQL Lab", "SQLLab", "SQL Editor", "Saved Queries", "SavedQuery", "Query",
+               "Query Search", "Row Level Security", "Tags", "Tag", "Upload a CSV",
+               "Upload a Columnar file", "Upload Excel", "Manage"}
+    kept = [
+        pv for pv in sm.find_role("Gamma").permissions
+        if not any(w in pv.permission.name for w in writes)
+        and pv.view_menu.name not in editors
+        and pv.permission.name not in ("can_explore", "can_sqllab", "can_execute_sql_query")
+    ]
+    database = db.session.query(Database).filter_by(database_name=database_name).one_or_none()
+    tables = [] if database is None else (
+        db.session.query(SqlaTable).filter_by(database_id=database.id).all())
+    for table in tables:
+        pv = sm.find_permission_view_menu("datasource_access", table.perm)
+        if pv is None:
+            sm.add_permission_view_menu("datasource_access", table.perm)
+            pv = sm.find_permission_view_menu("datasource_access", table.perm)
+        kept.append(pv)
+    role = sm.find_role(role_name) or sm.add_role(role_name)
+    role.permissions = kept
+    user = sm.find_user(username=name)
+    if user is None:
+        if not sm.add_user(name, "tapelens", "viewer", name + "@localhost", role,
+                           password=password):
+            sys.exit("could not create the viewer user")
+    else:
+        user.roles = [role]
+        sm.reset_password(user.id, password)
+    db.session.commit()
+"""
+
+
+def ensure_viewer(home: SupersetHome, database_name: str) -> str | None:
+    """The read-only role (re)made from the datasets of `database_name` now in Superset, and
+    the viewer user with it. Its password is made once, kept 0600 in the instance and returned
+    when it was made now (to be shown once)."""
+    password, made = read_or_create_secret(home.viewer_password_path, PASSWORD_BYTES)
+    _run(
+        [
+            str(home.bin / "python"),
+            "-c",
+            _VIEWER_SCRIPT,
+            VIEWER_USER,
+            VIEWER_ROLE,
+            database_name,
+        ],
+        "creating Superset's read-only viewer",
+        env=home.env(),
+        stdin=password + "\n",
+    )
+    return password if made else None
+
+
+def viewer_password(home: SupersetHome) -> str:
+    try:
+        return home.viewer_password_path.read_text().strip()
+    except FileNotFoundError:
+        raise DashboardsError(
+            f"no viewer password in {home.viewer_password_path}; run: tapelens dashboards serve"
+        ) from None
 
 
 def _admin_exists(home: SupersetHome) -> bool:

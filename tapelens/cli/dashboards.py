@@ -61,6 +61,13 @@ def serve_cmd(app: App, port: int | None, no_wait: bool) -> None:
         _say(f"login: {served.user}  password: {served.generated_password}  (shown once)")
     else:
         _say(f"login: {served.user} (password in {home.admin_password_path})")
+    if served.generated_viewer_password:
+        _say(
+            f"read-only login: {served.viewer}  password: {served.generated_viewer_password}"
+            "  (shown once)"
+        )
+    else:
+        _say(f"read-only login: {served.viewer} (password in {home.viewer_password_path})")
     if no_wait:
         return
     _say("serving; press Ctrl-C to stop")
