@@ -426,8 +426,9 @@ def write_pvl(history: History, out_dir: Path, gzip: bool) -> list[dict[str, Any
 
 
 def write_staging_csv(history: History, out_dir: Path, gzip: bool) -> list[dict[str, Any]]:
-    """file,tape,position,size,submission_time,queued_time,end_time,status per transfer: queued
-    is when the read started, end - queued its duration, queued - submission its wait."""
+    """file,tape,position,size,submission_time,queued_time,end_time,status,error per transfer:
+    queued is when the read started, end - queued its duration, queued - submission its wait;
+    error is a failed read's message (empty for the others). The scheduler knows no drive."""
     t = history.transfers
     if t.is_empty():
         return []
@@ -445,6 +446,10 @@ def write_staging_csv(history: History, out_dir: Path, gzip: bool) -> list[dict[
         .dt.strftime(layout)
         .alias("end_time"),
         "status",
+        pl.when(pl.col("status") == "ok")
+        .then(pl.lit(None))
+        .otherwise(pl.col("error"))
+        .alias("error"),
     )
     return [
         _entry(_write_csv(frame, out_dir, "logs/staging.csv", gzip), "transfers", "staging-csv")

@@ -8,6 +8,9 @@ on disk at end_time (docs/formats/staging-csv.md): started_at = queued_time, dur
 catalogs name it (physical volume A8553200 -> cartridge A85532) so recalls join the catalog. Times
 are ISO 8601 (a space may replace the T; no zone means UTC) or unix seconds.
 
+Two optional columns, read when a header names them: `drive` (the drive that read the file) and
+`error` (the failure's message). A failed request's error is its error text, else its status.
+
 Statuses: done-like (done, ended, staged, ok, ...) are status ok; failure-like (failed, error,
 aborted, ...) are status failed with the status text as the error; requests not finished yet
 (queued, submitted, activated, ...) are counted skips. An empty or absent status counts as
@@ -49,6 +52,8 @@ COLUMNS = (
     "end_time",
     "status",
 )
+# Read only when a header names them.
+OPTIONAL = ("drive", "error")
 REQUIRED = ("file", "queued_time", "end_time")
 DONE = {"done", "ended", "staged", "ok", "success", "succeeded", "completed", "complete"}
 FAILED = {"failed", "failure", "error", "aborted", "cancelled", "canceled", "killed"}
@@ -58,7 +63,7 @@ _UNIX_TIME = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Recalls of a staging export; blank lines, headers and unfinished requests are skips."""
-    layout = CsvColumns(COLUMNS, REQUIRED, options, lambda n: COLUMNS)
+    layout = CsvColumns(COLUMNS + OPTIONAL, REQUIRED, options, lambda n: COLUMNS)
     yield from csv_log_rows(path, options, TRANSFERS, layout, _row)
 
 
@@ -83,10 +88,13 @@ def _row(record: dict[str, str], source: str) -> dict[str, Any] | None:
     tape = cell(record, "tape")
     position = cell(record, "position")
     size = cell(record, "size")
+    drive = cell(record, "drive")
+    message = cell(record, "error")
     return {
         "source": source,
         "direction": "read",
         "volume": None if tape is None else hpss_cartridge(text("tape", tape.strip())),
+        "drive": None if drive is None else text("drive", drive.strip()),
         "path": text("file", file),
         "position": None if position is None else integer("position", position),
         "size_bytes": None if size is None else integer("size", size),
@@ -94,7 +102,11 @@ def _row(record: dict[str, str], source: str) -> dict[str, Any] | None:
         "duration_s": _span(record, "queued_time", queued, "end_time", ended),
         "queued_s": _span(record, "submission_time", submitted, "queued_time", queued),
         "status": "ok" if status in DONE else "failed",
-        "error": None if status in DONE else text("status", status_text),
+        "error": None
+        if status in DONE
+        else text("error", message.strip())
+        if message and message.strip()
+        else text("status", status_text),
     }
 
 
