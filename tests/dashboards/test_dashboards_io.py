@@ -49,7 +49,12 @@ def test_assets_in_git_name_only_marts_and_dashboard_views() -> None:
     charts = [doc for k, doc in assets.items() if k.startswith("charts/")]
     assert charts and all(json.loads(c["query_context"])["queries"] for c in charts)
     titles = {doc["dashboard_title"] for k, doc in assets.items() if k.startswith("dashboards/")}
-    assert titles == {"Placement health", "Recall operations", "Recall campaigns"}
+    assert titles == {
+        "Placement health",
+        "Recall operations",
+        "Recall campaigns",
+        "Drives and media",
+    }
     assert assets["databases/tapelens.yaml"]["sqlalchemy_uri"] == PLACEHOLDER_URI
 
 
@@ -148,3 +153,33 @@ def test_bad_yaml_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "charts" / "bad.yaml").write_text("slice_name: a\nparams: [1, 2\n")
     with pytest.raises(InputError, match=r"bad\.yaml:\d+: not valid YAML"):
         load_assets(tmp_path)
+
+
+def test_every_chart_is_described_and_every_dashboard_opens_with_a_header_and_tiles() -> None:
+    assets = load_assets()
+    charts = {doc["uuid"]: doc for k, doc in assets.items() if k.startswith("charts/")}
+    for doc in charts.values():
+        assert doc.get("description") and len(doc["description"]) > 20, doc["slice_name"]
+    for key, doc in assets.items():
+        if not key.startswith("dashboards/"):
+            continue
+        position = doc["position"]
+        rows = position["GRID_ID"]["children"]
+        first = [position[c] for c in position[rows[0]]["children"]]
+        assert [c["type"] for c in first] == ["MARKDOWN"], key
+        assert first[0]["meta"]["code"].startswith(f"**{doc['dashboard_title']}**")
+        tiles = [charts[position[c]["meta"]["uuid"]] for c in position[rows[1]]["children"]]
+        assert sum(t["viz_type"] == "big_number_total" for t in tiles) >= 3, key
+        on_board = [
+            charts[n["meta"]["uuid"]]
+            for n in position.values()
+            if isinstance(n, dict) and n.get("type") == "CHART"
+        ]
+        assert all(c["slice_name"] for c in on_board)
+
+
+def test_no_chart_groups_by_day_over_the_whole_history() -> None:
+    """Mounts and failures come in campaigns: daily bars over years are unreadable."""
+    for key, doc in load_assets().items():
+        if key.startswith("charts/") and doc["viz_type"] == "echarts_timeseries_bar":
+            assert doc["params"].get("time_grain_sqla") in (None, "P1W", "P1M"), key

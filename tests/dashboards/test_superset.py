@@ -31,8 +31,11 @@ from tapelens.dashboards.superset.api import SupersetClient
 from tapelens.dashboards.superset.install import (
     ADMIN_USER,
     ASSETS_DIR,
+    VIEWER_ROLE,
+    VIEWER_USER,
     DashboardsError,
     SupersetHome,
+    viewer_password,
 )
 from tapelens.dashboards.superset.server import stop
 from tapelens.models import build
@@ -120,6 +123,7 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
 
     dashboards = sorted(client.dashboards(), key=lambda d: d["slug"])
     assert [d["slug"] for d in dashboards] == [
+        "drives-and-media",
         "placement-health",
         "recall-campaigns",
         "recall-operations",
@@ -161,6 +165,7 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
 
 
 FILTER_VALUES = {
+    "drive": "D4",
     "dataset_type": "AOD",
     "experiment": "atlas",
     "media_type": "LTO-8",
@@ -193,7 +198,8 @@ def _filter_state(dashboard_uuid: str) -> str:
 _RENDERED = """() => {
     const holders = [...document.querySelectorAll(
         "[data-test='dashboard-component-chart-holder']")];
-    const done = holders.filter(h => h.querySelector("canvas, svg, table, [role='alert']"));
+    const done = holders.filter(h => h.querySelector(
+        "canvas, svg, table, [role='alert'], strong"));
     const loading = document.querySelectorAll("[data-test='loading-indicator']").length;
     return [holders.length, done.length, loading];
 }"""
@@ -291,3 +297,87 @@ def test_export_reproduces_the_yaml_in_git(served: Served, tmp_path: Path) -> No
     assert (out / "views").is_dir()
     database = (out / "databases" / "tapelens.yaml").read_text()
     assert "XXXXXXXXXX" in database and READER_ROLE in database
+
+
+def test_the_viewer_sees_the_dashboards_and_edits_nothing(
+    served: Served, home: SupersetHome, client: SupersetClient
+) -> None:
+    assert served.viewer == VIEWER_USER
+    assert served.generated_viewer_password == viewer_password(home)
+    assert len(served.generated_viewer_password) >= 20
+    assert stat.S_IMODE(home.viewer_password_path.stat().st_mode) == 0o600
+    viewer = SupersetClient(served.url)
+    viewer.login(VIEWER_USER, served.generated_viewer_password)
+    seen = sorted(d["slug"] for d in viewer.dashboards())
+    assert seen == sorted(d["slug"] for d in client.dashboards())
+    charts = viewer.charts()
+    assert len(charts) == len(client.charts())
+    answer = viewer.chart_data(charts[0]["id"])
+    assert not answer["result"][0].get("error")
+    me = viewer.get_json("/api/v1/me/roles/")["result"]
+    assert list(me["roles"]) == [VIEWER_ROLE]
+    refused = [
+        ("PUT", f"/api/v1/chart/{charts[0]['id']}", {"slice_name": "renamed"}),
+        ("DELETE", f"/api/v1/chart/{charts[0]['id']}", None),
+        (
+            "POST",
+            "/api/v1/chart/",
+            {"slice_name": "new", "datasource_id": 1, "datasource_type": "table"},
+        ),
+        ("PUT", f"/api/v1/dashboard/{viewer.dashboards()[0]['id']}", {"dashboard_title": "x"}),
+        ("POST", "/api/v1/sqllab/execute/", {"database_id": 1, "sql": "select 1"}),
+        ("POST", "/api/v1/database/", {"database_name": "x", "sqlalchemy_uri": "sqlite://"}),
+    ]
+    for method, path, payload in refused:
+        with pytest.raises(DashboardsError, match=r"answered 40[13]") as done:
+            viewer.send_json(method, path, payload or {})
+        assert "answered 40" in str(done.value), (method, path)
+    with pytest.raises(DashboardsError, match=r"answered 40[13]"):
+        viewer.get_json("/api/v1/query/")
+
+
+def test_superset_files_are_owner_only_and_telemetry_is_off(
+    served: Served, home: SupersetHome
+) -> None:
+    assert stat.S_IMODE(home.root.stat().st_mode) == 0o700
+    for private in (
+        home.metadata_db,
+        home.log_path,
+        home.viewer_password_path,
+        home.root / "reader.password",
+    ):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
+    # The settings Superset runs with, read as Superset reads them.
+    check = (
+        "import superset_config as c, sys; "
+        "sys.exit(0 if c.SCARF_ANALYTICS is False and c.PUBLIC_ROLE_LIKE is None "
+        "and not c.AUTH_USER_REGISTRATION and c.MAPBOX_API_KEY == '' else 1)"
+    )
+    done = subprocess.run(
+        [str(home.bin / "python"), "-c", check], cwd=home.root, env=home.env(), check=False
+    )
+    assert done.returncode == 0
+    assert home.env()["SCARF_NO_ANALYTICS"] == "true"
+    assert "SCARF_ANALYTICS = False" in home.config_path.read_text()
+
+
+def test_reader_role_has_a_statement_timeout_and_one_database(
+    served: Served, home: SupersetHome, site_dsn: str, server_dsn: str
+) -> None:
+    reader = prepare_reader(site_dsn, reader_password(home))
+    with _connect(reader) as conn:
+        row = conn.execute("show statement_timeout").fetchone()
+        assert row and row[0] == "1min"
+        row = conn.execute("show default_transaction_read_only").fetchone()
+        assert row and row[0] == "on"
+    with psycopg.connect(server_dsn) as conn:
+        (maintenance,) = conn.execute("select current_database()").fetchone() or ("",)
+    assert maintenance and maintenance != reader.dbname
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):
+        psycopg.connect(
+            host=reader.host,
+            port=reader.port,
+            dbname=maintenance,
+            user=reader.user,
+            password=reader.password,
+        )
