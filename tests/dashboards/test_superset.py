@@ -147,6 +147,10 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
                     ".ant-alert-error"
                 )
                 assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+                empty = page.locator(
+                    "[data-test='dashboard-component-chart-holder']:has-text('No results')"
+                )
+                assert empty.count() == 0, (dashboard["slug"], empty.first.inner_text())
                 assert holders >= 3
                 assert shot.stat().st_size > 30_000
             # Every native filter set at once: each applies only to charts that have its column.
