@@ -164,6 +164,18 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
                     "[data-test='dashboard-component-chart-holder'] [role='alert']"
                 )
                 assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+            # The read-only viewer sees the dashboard, with no way to edit it.
+            viewer = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
+            viewer.goto(f"{served.url}/login/")
+            viewer.fill("input#username", VIEWER_USER)
+            viewer.fill("input#password", str(served.generated_viewer_password))
+            viewer.keyboard.press("Enter")
+            viewer.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            viewer.goto(f"{served.url}/superset/dashboard/drives-and-media/")
+            holders = _settled_screenshot(viewer, SCREENSHOTS / "drives-and-media-viewer.png")
+            assert holders >= 3
+            assert viewer.get_by_role("button", name="Edit dashboard").count() == 0
+            assert viewer.get_by_text("SQL", exact=True).count() == 0  # no SQL menu
         finally:
             browser.close()
 
