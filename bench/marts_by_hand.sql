@@ -410,6 +410,12 @@ per_volume_copies as (
     from bench_hand.int_dataset_volumes__ranked as v
     inner join bench_hand.dim_datasets as d on d.dataset = v.dataset
     group by v.volume
+),
+removed as (
+    select volume, count(*) as removed_copies, sum(size_bytes)::bigint as removed_bytes
+    from tapelens.tape_files
+    where removed_at is not null
+    group by volume
 )
 select
     vs.volume,
@@ -432,12 +438,21 @@ select
     (p.sum_posdiff::numeric(40, 20) / nullif(p.n_read_through, 0))::double precision as mean_gap,
     c.datasets_mean_gap::double precision as datasets_mean_gap,
     p.first_written_at,
-    p.last_written_at
+    p.last_written_at,
+    coalesce(t.state, 'unknown') not in ('repacked', 'destroyed', 'exported') as is_live_tape,
+    case when coalesce(t.state, 'unknown') in ('repacked', 'destroyed') then 0
+        else coalesce(r.removed_copies, 0) end::bigint as removed_copies,
+    case when coalesce(t.state, 'unknown') in ('repacked', 'destroyed') then 0
+        else coalesce(r.removed_bytes, 0) end::bigint as removed_bytes,
+    case when t.state in ('full', 'readonly')
+        then coalesce(r.removed_bytes, 0) + coalesce(c.duplicate_bytes, 0)
+        else 0 end::bigint as reclaimable_bytes
 from volumes as vs
 left join tapelens.tapes as t on t.volume = vs.volume
 left join tapelens.media_types as m on m.media_type = t.media_type
 left join per_volume as p on p.volume = vs.volume
 left join per_volume_copies as c on c.volume = vs.volume
+left join removed as r on r.volume = vs.volume
 ;;
 -- byte addresses of every tape object, removed copies included: one aggregate, one window
 create unlogged table bench_hand.fct_tape_objects as
