@@ -90,15 +90,18 @@ def gaps_query(by: str, f: ReportFilter) -> tuple[str, list]:
         )
     where, params = _where(f, "last_written_at")
     key = "dataset, dataset_type" if by == "dataset" else "volume, media_type"
+    # Ranked by the absolute cost (drive time a full read spends beyond the files' own bytes),
+    # with the ratios beside it: a one-file dataset with a large gap wastes little.
     return (
         f"select {key}, count(*)::bigint as {'tapes' if by == 'dataset' else 'datasets'},"
         f" sum(files)::bigint as files,"
+        f" sum(wasted_drive_s)::float8 as wasted_drive_s,"
         f" {_stats('n_read_through', 'sum_posdiff', 'sum_posdiff_sq')},"
         f" sum(n_locates)::bigint as locates,"
         f" (sum(size_bytes)::float8"
         f"  / nullif(sum(size_bytes + read_through_bytes), 0)) as rate_factor"
-        f" from {M}.fct_dataset_tape_gaps{where} group by {key}"
-        f" order by mu desc nulls last, {key}",
+        f" from {M}.fct_dataset_tape_waste{where} group by {key}"
+        f" order by wasted_drive_s desc nulls last, mu desc nulls last, {key}",
         params,
     )
 
