@@ -9,22 +9,16 @@ with timed as (
     select * from {{ ref('fct_dataset_tape_waste') }}
 ),
 
-type_counts as (
-    select
-        dataset,
-        dataset_type,
-        row_number() over (
-            partition by dataset order by sum(files) desc, dataset_type
-        ) as type_rank
-    from timed
-    group by dataset, dataset_type
+-- The dataset's type and experiment as dim_datasets gives them (its most common type).
+datasets as (
+    select * from {{ ref('dim_datasets') }}
 ),
 
 final as (
     select
         timed.dataset,
-        min(type_counts.dataset_type) as dataset_type,
-        min(timed.experiment) as experiment,
+        min(datasets.dataset_type) as dataset_type,
+        min(datasets.experiment) as experiment,
         sum(timed.files)::bigint as files,
         sum(timed.size_bytes)::bigint as size_bytes,
         count(distinct timed.volume) as tapes,
@@ -37,14 +31,10 @@ final as (
         (coalesce(sum(timed.read_through_s), 0) / 3600.0)::double precision
             as read_through_drive_h,
         (coalesce(sum(timed.locate_s), 0) / 3600.0)::double precision as locate_drive_h,
-        (
-            (coalesce(sum(timed.read_through_s), 0) + coalesce(sum(timed.locate_s), 0))
-            / 3600.0
-        )::double precision as wasted_drive_h
+        (sum(timed.wasted_drive_s) / 3600.0)::double precision as wasted_drive_h
     from timed
-    inner join type_counts
-        on timed.dataset = type_counts.dataset
-        and type_counts.type_rank = 1
+    inner join datasets
+        on timed.dataset = datasets.dataset
     group by timed.dataset
 )
 
