@@ -54,6 +54,15 @@ def _client(server: TapeRestServer, url: str | None = None) -> tape_rest.Client:
     return tape_rest.Client(url or server.base, TOKEN, sleep=lambda _: None)
 
 
+def _submitting(
+    server: TapeRestServer, tmp_path: Path
+) -> tuple[Path, list[tape_rest.Batch], tape_rest.Client, tape_rest.Endpoint]:
+    """The PLAN export in a folder, its batches, a client of the server and its endpoint."""
+    folder = write_export(tmp_path / "stage", PLAN)
+    client = _client(server)
+    return folder, tape_rest.read_batches(folder), client, client.discover()
+
+
 def _stage_bodies(server: TapeRestServer) -> list[list[str]]:
     return [
         [f["path"] for f in body["files"]]
@@ -75,10 +84,7 @@ def test_discovery_finds_the_v1_endpoint(server: TapeRestServer) -> None:
 def test_batches_go_in_plan_order_within_the_window_until_all_are_staged(
     server: TapeRestServer, tmp_path: Path
 ) -> None:
-    folder = write_export(tmp_path / "stage", PLAN)
-    batches = tape_rest.read_batches(folder)
-    client = _client(server)
-    endpoint = client.discover()
+    folder, batches, client, endpoint = _submitting(server, tmp_path)
     outstanding_at_each_stage = []
 
     def save(state: tape_rest.Submission) -> None:
@@ -111,10 +117,7 @@ def test_batches_go_in_plan_order_within_the_window_until_all_are_staged(
 def test_a_second_run_follows_the_requests_already_made(
     server: TapeRestServer, tmp_path: Path
 ) -> None:
-    folder = write_export(tmp_path / "stage", PLAN)
-    batches = tape_rest.read_batches(folder)
-    client = _client(server)
-    endpoint = client.discover()
+    folder, batches, client, endpoint = _submitting(server, tmp_path)
 
     def run() -> tape_rest.Submission:
         return tape_rest.submit(
@@ -143,10 +146,7 @@ def test_failed_files_keep_the_servers_reason_and_transient_errors_are_retried(
 ) -> None:
     server.failing = {"/c/2": "file is on a disabled tape"}
     server.fail_next = [503, 503]
-    folder = write_export(tmp_path / "stage", PLAN)
-    batches = tape_rest.read_batches(folder)
-    client = _client(server)
-    endpoint = client.discover()
+    folder, batches, client, endpoint = _submitting(server, tmp_path)
     done = tape_rest.submit(
         client, endpoint, batches, tape_rest.load_state(folder, batches), in_flight=4, poll_s=0
     )
@@ -158,10 +158,7 @@ def test_failed_files_keep_the_servers_reason_and_transient_errors_are_retried(
 
 def test_cancel_cancels_the_outstanding_batches(server: TapeRestServer, tmp_path: Path) -> None:
     server.steps_to_complete = 99
-    folder = write_export(tmp_path / "stage", PLAN)
-    batches = tape_rest.read_batches(folder)
-    client = _client(server)
-    endpoint = client.discover()
+    folder, batches, client, endpoint = _submitting(server, tmp_path)
     made = tape_rest.submit(
         client, endpoint, batches, tape_rest.load_state(folder, batches), in_flight=2, wait=False
     )
