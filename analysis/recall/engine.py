@@ -26,7 +26,7 @@ from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.read_order import ORDERS
+from tapelens.analysis.recall.read_order import ORDERS, OrderCache
 from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.errors import InputError
@@ -105,6 +105,8 @@ def recall(
     its own copy of the drives, as if alone (tapes must then not be shared between groups: give
     a tape holding files of two groups a vid per group).
     """
+    # One ordering budget for the whole recall, orders reused wherever a tape recurs.
+    orders = OrderCache()
     if own_drives:
         # Each group is its own recall: its copies are chosen and its tapes shared out as if it
         # were asked for alone, so that a group's answer does not depend on the other groups.
@@ -117,18 +119,19 @@ def recall(
                 drives,
                 readers,
                 policy,
+                orders,
             )
             for part in copies.join(owner, on="fid").partition_by("group", maintain_order=True)
         ]
         if not parts:
-            return _recall_alone(copies, wanted, params_by_media, drives, readers, policy)
+            return _recall_alone(copies, wanted, params_by_media, drives, readers, policy, orders)
         schedule = Schedule(
             pl.concat([r.schedule.files for r in parts], how="diagonal_relaxed"),
             pl.concat([r.schedule.tapes for r in parts], how="diagonal_relaxed"),
             pl.concat([r.schedule.timeline for r in parts], how="diagonal_relaxed"),
         )
         return Recall(schedule, None, "per group")
-    return _recall_alone(copies, wanted, params_by_media, drives, readers, policy)
+    return _recall_alone(copies, wanted, params_by_media, drives, readers, policy, orders)
 
 
 def _recall_alone(
@@ -138,6 +141,7 @@ def _recall_alone(
     drives: Mapping[str, int],
     readers: Mapping[str, tuple[str, ...]],
     policy: Policy,
+    orders: OrderCache,
 ) -> Recall:
     """One recall: the cheapest copies, and, when files have a choice of copies, the newest and
     a relieved set too, the best of them under the policy's objective."""
@@ -155,6 +159,7 @@ def _recall_alone(
             readers,
             lean=True,
             order=policy.order,
+            orders=orders,
         )
 
     def kept(chosen: pl.DataFrame, schedule: Schedule) -> Schedule:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+import numpy as np
 import polars as pl
 
 from tapelens.analysis.geometry import GEOMETRIES, order_reads
@@ -32,39 +33,80 @@ PER_TAPE_BUDGET_S = 1.5
 MIN_TAPE_BUDGET_S = 0.01
 
 
+class OrderCache:
+    """The orders one recall has worked out, by what each tape holds, and the ordering time it
+    has spent. The engine weighs several copy sets (cheapest, newest, relieved) that share most
+    of their tapes: a tape read again with the same files takes its order from here, and the
+    budget is the recall's, not each weighing's."""
+
+    def __init__(self, budget_s: float = TOTAL_BUDGET_S) -> None:
+        self.budget_s = budget_s
+        self.spent_s = 0.0
+        self.orders: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+    def left_s(self) -> float:
+        return max(self.budget_s - self.spent_s, 0.0)
+
+
+_CONTENT = ("position", "offset_bytes", "size_bytes", "start_bytes", "avg_object_bytes")
+
+
+def _content(tape: pl.DataFrame, media: str) -> tuple[str, bytes]:
+    """What a tape's order depends on: its media type and the places and sizes of its reads,
+    in the order given (position order)."""
+    columns = [c for c in _CONTENT if c in tape.columns]
+    values = tape.select(pl.col(c).cast(pl.Float64).fill_null(float("nan")) for c in columns)
+    return media, ",".join(columns).encode() + values.to_numpy().tobytes()
+
+
 def in_read_order(
     files: pl.DataFrame,
     order: str,
     params_by_media: Mapping[str, ModelParams],
     key: str = "vid",
+    cache: OrderCache | None = None,
 ) -> pl.DataFrame:
-    """`files` (one mount per value of `key`: media_type, position, offset_bytes, size_bytes,
-    optionally start_bytes and avg_object_bytes) in read order. For `rao`, with read_rank (the
-    order on each mount) and reach_s (the positioning before each read), which
-    throughput.file_times then follows; for `position`, sorted by position."""
+    """`files` (one mount per value of `key`, each in position order: media_type, position,
+    offset_bytes, size_bytes, optionally start_bytes and avg_object_bytes) in read order. For
+    `rao`, with read_rank (the order on each mount) and reach_s (the positioning before each
+    read), which throughput.file_times then follows; for `position`, as they are. `cache`
+    keeps orders and the ordering budget across calls of one recall."""
     if order not in ORDERS:
         raise ValueError(f"read order {order!r} is not one of {ORDERS}")
     if order == "position" or files.height == 0:
         return files
-    left_rows = files.height
+    cache = cache if cache is not None else OrderCache()
+    tapes = files.partition_by(key, maintain_order=True)
+    content = {i: _content(t, str(t["media_type"][0])) for i, t in enumerate(tapes)}
+    left_rows = sum(t.height for i, t in enumerate(tapes) if content[i] not in cache.orders)
     parts = []
-    started = time.perf_counter()
-    for tape in files.partition_by(key, maintain_order=True):
-        media = str(tape["media_type"][0])
+    for i, tape in enumerate(tapes):
+        media = content[i][0]
         shape = GEOMETRIES.get(media)
         if shape is None:
-            ranked = tape.sort("position", "offset_bytes", nulls_last=False).with_columns(
-                pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
-                pl.lit(None, pl.Float64).alias("reach_s"),
+            parts.append(
+                tape.with_columns(
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
+                    pl.lit(None, pl.Float64).alias("reach_s"),
+                )
             )
-        else:
-            left_s = max(TOTAL_BUDGET_S - (time.perf_counter() - started), 0.0)
-            share = left_s * tape.height / left_rows
+            continue
+        known = cache.orders.get(content[i])
+        if known is None:
+            share = cache.left_s() * tape.height / max(left_rows, 1)
             budget = min(PER_TAPE_BUDGET_S, max(share, MIN_TAPE_BUDGET_S))
-            ranked = order_reads(tape, shape, budget_s=budget)
-            scale = params_by_media[media].locate_scale if media in params_by_media else 1.0
-            if scale != 1.0:
-                ranked = ranked.with_columns(pl.col("reach_s") * scale)
-        parts.append(ranked)
-        left_rows -= tape.height
+            started = time.perf_counter()
+            ranked = order_reads(tape.with_row_index("_given"), shape, budget_s=budget)
+            cache.spent_s += time.perf_counter() - started
+            left_rows -= tape.height
+            known = (ranked["_given"].to_numpy(), ranked["reach_s"].to_numpy())
+            cache.orders[content[i]] = known
+        rows, reach = known
+        scale = params_by_media[media].locate_scale if media in params_by_media else 1.0
+        parts.append(
+            tape[rows].with_columns(
+                pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
+                pl.Series("reach_s", reach * scale),
+            )
+        )
     return pl.concat(parts, how="vertical_relaxed")

@@ -15,7 +15,7 @@ import polars as pl
 
 from tapelens.analysis.recall.dispatch import dispatch
 from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.read_order import in_read_order
+from tapelens.analysis.recall.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
 
 # Per-file columns of a plan, in export order.
@@ -63,6 +63,7 @@ def timed_tapes(
     *,
     detail: bool = True,
     order: str = "position",
+    orders: OrderCache | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per read and per mount times of `chosen` (one copy per file: fid, vid = integer tape
     code, volume, media_type, position, offset_bytes, size_bytes...), with each tape's owner
@@ -75,7 +76,7 @@ def timed_tapes(
         .with_row_index("chosen_row")  # where each read's other columns are in `chosen`
         .join(owners, on="fid")
     )
-    lean = in_read_order(lean, order, params_by_media)
+    lean = in_read_order(lean, order, params_by_media, cache=orders)
     timed = file_times(lean, params_by_media, key=("vid",))
     if detail:
         tapes = tape_times(lean, params_by_media, key=("vid",), per_file=timed)
@@ -95,11 +96,12 @@ def build_schedule(
     *,
     lean: bool = False,
     order: str = "position",
+    orders: OrderCache | None = None,
 ) -> Schedule:
     """Time every tape's forward pass and dispatch the tapes: the plan, file by file. A `lean`
     schedule's files carry only the model's columns and `chosen_row` (a candidate weighed
     against others needs no more; with_copy_columns completes the one kept)."""
-    timed, tapes = timed_tapes(chosen, wanted, params_by_media, order=order)
+    timed, tapes = timed_tapes(chosen, wanted, params_by_media, order=order, orders=orders)
     placed = dispatch(tapes, drives, sharing, readers).sort("mount_order")
     files = (
         timed.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_seq"))

@@ -13,7 +13,7 @@ from tapelens.analysis.geometry.place import start_bytes_from_positions
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
 from tapelens.analysis.recall.planner import PlanOptions, plan_recall
-from tapelens.analysis.recall.read_order import in_read_order
+from tapelens.analysis.recall.read_order import OrderCache, in_read_order
 from tapelens.analysis.recall.requests import parse_requests
 from tapelens.analysis.throughput.model import ModelParams, default_params
 from tapelens.media import BY_NAME
@@ -166,3 +166,22 @@ def test_a_plan_in_rao_order_beats_its_fifo_baseline_timed_the_same_way() -> Non
         fifo = result.baselines["fifo"]
         assert result.schedule.makespan_s <= fifo.makespan_s
     assert result.summary["read_order"] == "rao"
+
+
+def test_a_recall_orders_each_tape_once_within_one_budget() -> None:
+    files = pl.concat([tape(scattered(200, seed=s), f"A0000{s}L8") for s in range(3)])
+    lean = files.with_columns(
+        pl.col("volume").rank("dense").cast(pl.Int64).alias("vid"),
+        pl.lit(None, pl.Int64).alias("offset_bytes"),
+    ).sort("vid", "position")
+    cache = OrderCache(budget_s=5.0)
+    first = in_read_order(lean, "rao", default_params(), cache=cache)
+    spent = cache.spent_s
+    assert len(cache.orders) == 3 and 0 < spent <= 5.0 + 1.0
+    again = in_read_order(lean, "rao", default_params(), cache=cache)
+    assert cache.spent_s == spent  # every tape's order came from the cache
+    assert again.equals(first)
+    # A tape whose reads changed is ordered anew; the others are not.
+    fewer = lean.filter(~((pl.col("vid") == 2) & (pl.col("position") == lean["position"][250])))
+    in_read_order(fewer, "rao", default_params(), cache=cache)
+    assert len(cache.orders) == 4
