@@ -96,7 +96,12 @@ def in_read_order(
             share = cache.left_s() * tape.height / max(left_rows, 1)
             budget = min(PER_TAPE_BUDGET_S, max(share, MIN_TAPE_BUDGET_S))
             started = time.perf_counter()
-            ranked = order_reads(tape.with_row_index("_given"), shape, budget_s=budget)
+            # Orders are weighed on positioning alone: the engine charges every mount the
+            # media type's rewind, so an order that ends nearer the load point gains it nothing,
+            # and with this cost an order is never slower in the engine than position order.
+            ranked = order_reads(
+                tape.with_row_index("_given"), shape, budget_s=budget, rewind=False
+            )
             cache.spent_s += time.perf_counter() - started
             left_rows -= tape.height
             known = (ranked["_given"].to_numpy(), ranked["reach_s"].to_numpy())
