@@ -31,6 +31,10 @@ ORDERS = ("position", "rao")
 TOTAL_BUDGET_S = 60.0
 PER_TAPE_BUDGET_S = 1.5
 MIN_TAPE_BUDGET_S = 0.01
+# With this many wanted objects a wrap or more, each read is a short hop along its own wrap and
+# position order is as good as the search finds (bench/RESULTS.md, "RAO": nothing gained at 12
+# and 48 a wrap): such a tape gets the least budget, enough to cost position order and a sweep.
+DENSE_PER_WRAP = 10.0
 
 
 class OrderCache:
@@ -95,6 +99,8 @@ def in_read_order(
         if known is None:
             share = cache.left_s() * tape.height / max(left_rows, 1)
             budget = min(PER_TAPE_BUDGET_S, max(share, MIN_TAPE_BUDGET_S))
+            if tape["position"].n_unique() >= DENSE_PER_WRAP * shape.wraps:
+                budget = MIN_TAPE_BUDGET_S
             started = time.perf_counter()
             # Orders are weighed on positioning alone: the engine charges every mount the
             # media type's rewind, so an order that ends nearer the load point gains it nothing,
