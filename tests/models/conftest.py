@@ -51,7 +51,3 @@ def models_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
 def dbt_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home directory whose dbt/ holds the shared target and log (the CLI's layout)."""
     return tmp_path_factory.mktemp("models-home")
-
-
-
-

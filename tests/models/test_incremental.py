@@ -22,10 +22,6 @@ NEW_COPIES = [
 ]
 
 
-
-
-
-
 def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) -> None:
     log_dir = dbt_home / "dbt"
     reset(models_dsn)
