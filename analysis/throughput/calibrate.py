@@ -133,7 +133,7 @@ def _with_skipped(reads: pl.DataFrame, avg_object_bytes: float) -> pl.DataFrame:
     )
 
 
-def _avg_object_bytes(reads: pl.DataFrame) -> float:
+def avg_object_bytes(reads: pl.DataFrame) -> float:
     """Average tape object size: skipped bytes per skipped object, else the mean read size."""
     if "gap_bytes" in reads.columns:
         per_object = reads.filter((pl.col("gap") >= 2) & (pl.col("gap_bytes") > 0)).select(
@@ -281,7 +281,7 @@ def calibrate_media(reads: pl.DataFrame, mounts: pl.DataFrame, start: ModelParam
     `reads` come from prepare_reads and are of this media type only; so are `mounts`.
     """
     notes: list[str] = []
-    avg_object = _avg_object_bytes(reads)
+    avg_object = avg_object_bytes(reads)
     if "avg_object_bytes" not in reads.columns:
         reads = reads.with_columns(avg_object_bytes=pl.lit(avg_object))
     frame = _with_skipped(reads, avg_object)

@@ -230,18 +230,17 @@ def fit_locates(
     )
 
 
-def fit_locate_scale(
+def geometry_positioning(
     frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
-) -> tuple[ModelParams, list[str]]:
-    """The factor by which the site's own positioning times differ from what the tape geometry
-    prices them at (analysis.geometry.gap_s, used for plans in RAO order): the median ratio, in
-    logs, over the locates between files and the first reads of mounts whose places are known.
-    Media types without a geometry keep 1."""
+) -> pl.Series | None:
+    """Per observed read (gap, and position or start_bytes; gap_bytes where known): what the
+    tape geometry prices its positioning at (analysis.geometry.gap_s, unscaled), for reads
+    reached by a locate (gap beyond the read-through threshold, or backwards) or first on their
+    mount, where the read's place is known; null for the others. None when the media type has
+    no geometry or the reads have no places."""
     shape = GEOMETRIES.get(params.media_type)
-    if shape is None:
-        return params, []
-    if "position" not in frame.columns and "start_bytes" not in frame.columns:
-        return params, ["locate scale: default (reads without positions)"]
+    if shape is None or ("position" not in frame.columns and "start_bytes" not in frame.columns):
+        return None
     avg = float(avg_object_bytes)
     address = pl.lit(None, pl.Float64)
     if "position" in frame.columns:
@@ -253,20 +252,39 @@ def fit_locate_scale(
             exact = pl.col("start_bytes").cast(pl.Float64) - pl.col("gap_bytes").cast(pl.Float64)
             prev_end = pl.coalesce(exact, prev_end)
     far = (pl.col("gap") > params.read_through_max_gap) | (pl.col("gap") < 0)
+    places = frame.select(
+        (far | pl.col("gap").is_null()).alias("located"),
+        address.alias("start"),
+        pl.when(pl.col("gap").is_null()).then(None).otherwise(prev_end).alias("prev_end"),
+    )
+    priced = gap_s(
+        places["prev_end"].fill_null(np.nan).to_numpy(),
+        places["start"].fill_null(np.nan).to_numpy(),
+        shape,
+    )
+    usable = places["located"].to_numpy() & ~np.isnan(places["start"].fill_null(np.nan).to_numpy())
+    return pl.Series("geometry_positioning_s", np.where(usable, priced, np.nan)).fill_nan(None)
+
+
+def fit_locate_scale(
+    frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
+) -> tuple[ModelParams, list[str]]:
+    """The factor by which the site's own positioning times differ from what the tape geometry
+    prices them at (geometry_positioning; used for plans in RAO order): the median ratio, in
+    logs, over the locates between files and the first reads of mounts whose places are known.
+    Media types without a geometry keep 1."""
+    if params.media_type not in GEOMETRIES:
+        return params, []
+    priced = geometry_positioning(frame, params, avg_object_bytes)
+    if priced is None:
+        return params, ["locate scale: default (reads without positions)"]
     own = pl.col("observed_s") - params.overhead_s - pl.col("size_bytes") / (params.rate_mb_s * MB)
     if "locate_s" in frame.columns:
         own = pl.coalesce(pl.col("locate_s"), own)
-    picked = frame.filter(far | pl.col("gap").is_null()).select(
-        address.alias("start"),
-        pl.when(pl.col("gap").is_null()).then(None).otherwise(prev_end).alias("prev_end"),
-        own.alias("own"),
-    )
-    picked = picked.filter(pl.col("start").is_not_null() & pl.col("own").is_not_null())
+    picked = frame.select(own.alias("own")).with_columns(priced.alias("priced"))
+    picked = picked.filter(pl.col("priced").is_not_null() & pl.col("own").is_not_null())
     if picked.height < MIN_FIT_READS:
         return params, [f"locate scale: default ({picked.height} locates with known places)"]
-    priced = gap_s(
-        picked["prev_end"].fill_null(np.nan).to_numpy(), picked["start"].to_numpy(), shape
-    )
     observed = np.maximum(picked["own"].to_numpy(), LOCATE_FLOOR_S)
-    ratio = np.log(observed) - np.log(np.maximum(priced, LOCATE_FLOOR_S))
+    ratio = np.log(observed) - np.log(np.maximum(picked["priced"].to_numpy(), LOCATE_FLOOR_S))
     return replace(params, locate_scale=float(np.exp(np.median(ratio)))), []

@@ -317,3 +317,19 @@ def test_calibration_fits_the_scale_of_geometry_positioning() -> None:
     assert fit.params.locate_scale == pytest.approx(1.6, rel=0.05)
     plain = calibrate(*synthetic_site(TRUE, mounts=60, seed=5), default_params())["LTO-8"]
     assert plain.params.locate_scale != pytest.approx(1.6, rel=0.2)
+
+
+def test_validation_also_prices_locates_by_the_tape_geometry() -> None:
+    # Locates that follow the serpentine layout: the geometry, scaled by the fitted factor,
+    # predicts them far better than the model's straight locate curve can.
+    reads, mounts = synthetic_site(TRUE, mounts=120, geometry_scale=1.6, seed=8)
+    result = validate(reads, mounts, default_params(), 0.3)
+    table = {r["gap_class"]: r for r in result.errors.iter_rows(named=True)}
+    locate = table["locate"]
+    assert locate["geometry_median_abs_pct_error"] < 6
+    assert locate["geometry_median_abs_pct_error"] < locate["median_abs_pct_error"] / 2
+    # Read-through reads are the model's either way.
+    through = table["read_through"]
+    assert through["geometry_median_abs_pct_error"] == pytest.approx(
+        through["median_abs_pct_error"]
+    )
