@@ -82,7 +82,12 @@ def in_read_order(
     cache = cache if cache is not None else OrderCache()
     tapes = files.partition_by(key, maintain_order=True)
     content = {i: _content(t, str(t["media_type"][0])) for i, t in enumerate(tapes)}
-    left_rows = sum(t.height for i, t in enumerate(tapes) if content[i] not in cache.orders)
+    # The reads still to order, among which the budget left is shared.
+    left_rows = sum(
+        t.height
+        for i, t in enumerate(tapes)
+        if content[i][0] in GEOMETRIES and content[i] not in cache.orders
+    )
     parts = []
     for i, tape in enumerate(tapes):
         media = content[i][0]
