@@ -234,7 +234,9 @@ def route(s: SimState, r: int, now: float) -> None:
         if s.policy == "equal":
             pooling.own(s, drv, s.p.requester[r])
         drive_ops.next_read(s, drv, now)
-    elif drv.phase in (MOUNTING, DOWN) or r > drv.head:
+    elif s.rao is None and (drv.phase in (MOUNTING, DOWN) or r > drv.head):
         insort(drv.work, r, drv.wi)  # ahead of the head: read in this pass
     else:
-        drv.later.append(r)  # behind it: after this pass, with one rewind
+        # Behind the head: after this pass, with one rewind. In RAO order a pass is ordered
+        # as a whole: what comes during it is read in the next one.
+        drv.later.append(r)

@@ -119,6 +119,11 @@ class SimConfig:
     # sorted and planned schedulers keep an idle tape until its drive is needed: they choose
     # the next tape themselves.
     idle_dismount_s: float = HPSS_DISMOUNT_DELAY_S
+    # The reads on a mounted tape: position (a forward pass, moves timed by the throughput
+    # model) or rao (the sorted scheduler reads each mount's requests in recommended access
+    # order; every scheduler's moves are timed by the tape's geometry, as plan recall --order
+    # rao times them).
+    order: str = "position"
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -129,6 +134,8 @@ class SimConfig:
             raise InputError(f"queue window must be at least 1, got {self.window}")
         if not self.idle_dismount_s >= 0:
             raise InputError(f"idle dismount delay must be >= 0 s, got {self.idle_dismount_s}")
+        if self.order not in ("position", "rao"):
+            raise InputError(f"read order {self.order!r}: expected position or rao")
         if self.retry.kind not in RETRY_KINDS:
             raise InputError(f"retry {self.retry.kind!r}: expected one of {RETRY_KINDS}")
 

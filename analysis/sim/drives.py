@@ -67,6 +67,8 @@ def mount(s: SimState, drv: DriveState, t: int, reqs: list[int], now: float) -> 
     """The first free robot fetches the tape, the drive loads it."""
     if drv.phase == IDLE:
         s.idle.remove(drv.index)
+    if s.rao is not None:
+        reqs = s.rao.ordered(reqs)
     drv.tape, drv.head, drv.work, drv.wi, drv.later = t, -1, reqs, 0, []
     loaded_s = robot(s, t, now) + s.load_s[t]
     drv.phase, drv.started_at = MOUNTING, now

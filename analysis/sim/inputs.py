@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tapelens.analysis.geometry import GEOMETRIES, Geometry, Places, places, plan_order
+from tapelens.analysis.geometry.locate import from_load_point
 from tapelens.analysis.sim.config import Library
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.errors import InputError
@@ -279,3 +281,154 @@ def can_read(library: Library, media: list[ModelParams]) -> list[list[bool]]:
             row.append(drive.drive_type in readers)
         table.append(row)
     return table
+
+
+# Time to order one mount's requests (simulate --order rao): a library serves thousands of mounts.
+ORDER_BUDGET_S = 0.05
+
+
+@dataclass
+class Geometric:
+    """What timing reads by the tape's serpentine geometry needs (simulate --order rao): per
+    request, its estimated place (analysis.geometry.places, from its byte address, else from
+    its position and the tape's average object), its first-read time from the load point, and
+    per tape the geometry (None: a media type without one keeps the throughput model)."""
+
+    places: Places
+    first_s: list[float]
+    shape: list[Geometry | None]  # per tape
+    scale: list[float]  # per tape: the media type's locate_scale
+    tape: list[int]
+
+    def ordered(self, reqs: list[int]) -> list[int]:
+        """One mount's requests (of one tape) in recommended access order, as the recall
+        engine orders a tape's reads (plan_order on positioning alone, a short budget: a
+        library serves many mounts)."""
+        shape = self.shape[self.tape[reqs[0]]] if reqs else None
+        if shape is None or len(reqs) < 2:
+            return reqs
+        index = np.asarray(reqs, dtype=np.int64)
+        chosen = plan_order(self.places.take(index), shape, budget_s=ORDER_BUDGET_S, rewind=False)
+        return index[chosen.order].tolist()
+
+
+def geometric(p: Prepared) -> Geometric:
+    """The requests' places and first-read times by geometry, for p's requests."""
+    tape = np.asarray(p.tape, dtype=np.int64)
+    avg = np.asarray(p.avg_object, dtype=np.float64)[tape]
+    position = np.asarray(p.position, dtype=np.float64)
+    offset = np.maximum(np.asarray(p.offset, dtype=np.float64), 0.0)
+    known = np.asarray(p.start_bytes, dtype=np.float64)
+    start = np.where(np.isnan(known), np.maximum(position - 1.0, 0.0) * avg + offset, known)
+    size = np.asarray(p.size, dtype=np.float64)
+    shapes = [GEOMETRIES.get(p.media[m].media_type) for m in p.tape_media]
+    scales = [p.media[m].locate_scale for m in p.tape_media]
+    first = np.asarray(p.first_s, dtype=np.float64).copy()
+    body = np.asarray(p.body_s, dtype=np.float64)
+    n = len(tape)
+    fields = {
+        name: np.zeros(n, dtype=np.float64 if "bytes" in name or "x_m" in name else np.int64)
+        for name in Places.__dataclass_fields__
+    }
+    for t, shape in enumerate(shapes):
+        if shape is None:  # read by the throughput model: no place needed
+            continue
+        rows = np.flatnonzero(tape == t)
+        where = places(start[rows], size[rows], shape)
+        for name in fields:
+            fields[name][rows] = getattr(where, name)
+        first[rows] = scales[t] * from_load_point(where, shape) + body[rows]
+    return Geometric(Places(**fields), first.tolist(), shapes, scales, list(p.tape))
+
+
+def _move_terms(g: Geometry) -> tuple[float, ...]:
+    return (
+        g.locate_base_s,
+        g.locate_speed_m_s,
+        g.wrap_change_s,
+        g.band_change_s,
+        g.direction_change_s,
+        g.step_back_s,
+        g.rate_mb_s * MB,
+        g.turnaround_s,
+    )
+
+
+def geometric_read_timer(p: Prepared, geo: Geometric) -> Callable[[int, int], float]:
+    """read_s(h, r) with every move between two tape objects priced by the geometry
+    (analysis.geometry.locate.move_s, the same operations in the same order, times the media
+    type's locate_scale); reading on inside one aggregate, and tapes without a geometry, as
+    read_timer."""
+    model = read_timer(p)
+    w = geo.places
+    sb, eb = w.start_bytes.tolist(), w.end_bytes.tolist()
+    sw, ew = w.start_wrap.tolist(), w.end_wrap.tolist()
+    sn, en = w.start_band.tolist(), w.end_band.tolist()
+    sx, ex = w.start_x_m.tolist(), w.end_x_m.tolist()
+    sd, ed = w.start_direction.tolist(), w.end_direction.tolist()
+    terms = [None if g is None else _move_terms(g) for g in geo.shape]
+    tape, position, offset, body_s = p.tape, p.position, p.offset, p.body_s
+
+    def read_s(h: int, r: int) -> float:
+        t = tape[r]
+        c = terms[t]
+        if c is None or h < 0 or (position[r] == position[h] and offset[r] >= offset[h] >= 0):
+            return model(h, r)
+        base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = c
+        dx = sx[r] - ex[h]
+        locate = (
+            base
+            + abs(dx) / speed
+            + wrap_c * (ew[h] != sw[r])
+            + band_c * (en[h] != sn[r])
+            + dir_c * (ed[h] != sd[r])
+            + back_c * (dx * sd[r] < 0)
+        )
+        gap = sb[r] - eb[h]
+        if gap >= 0:
+            stream = gap / rate + turn * max(sw[r] - ew[h], 0)
+            locate = stream if stream < locate else locate
+        return geo.scale[t] * locate + body_s[r]
+
+    return read_s
+
+
+def geometric_pass_timer(p: Prepared, geo: Geometric) -> Callable[[list[int], int], list[float]]:
+    """pass_timer with the moves geometric_read_timer prices by the geometry, vectorised; each
+    value the same float as geometric_read_timer's."""
+    model = pass_timer(p)
+    w = geo.places
+    tape = np.asarray(p.tape, dtype=np.int64)
+    position = np.asarray(p.position, dtype=np.int64)
+    offset = np.asarray(p.offset, dtype=np.int64)
+    body_s = np.asarray(p.body_s, dtype=np.float64)
+    has = np.asarray([g is not None for g in geo.shape], dtype=bool)
+    filler = (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)  # tapes without a geometry: unused
+    terms = np.asarray([filler if g is None else _move_terms(g) for g in geo.shape])
+    scale = np.asarray(geo.scale, dtype=np.float64)
+
+    def times(wl: list[int], i: int) -> list[float]:
+        result = model(wl, i)
+        ids = np.fromiter(wl[i - 1 :], dtype=np.int64)
+        h, r = ids[:-1], ids[1:]
+        t = tape[r]
+        base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = terms[t].T
+        dx = w.start_x_m[r] - w.end_x_m[h]
+        locate = (
+            base
+            + np.abs(dx) / speed
+            + wrap_c * (w.end_wrap[h] != w.start_wrap[r])
+            + band_c * (w.end_band[h] != w.start_band[r])
+            + dir_c * (w.end_direction[h] != w.start_direction[r])
+            + back_c * (dx * w.start_direction[r] < 0)
+        )
+        gap = w.start_bytes[r] - w.end_bytes[h]
+        stream = gap / rate + turn * np.maximum(w.start_wrap[r] - w.end_wrap[h], 0)
+        moved = np.where((gap >= 0) & (stream < locate), stream, locate)
+        priced = scale[t] * moved + body_s[r]
+        same = (position[r] == position[h]) & (offset[r] >= offset[h]) & (offset[h] >= 0)
+        use = has[t] & ~same
+        result[i:] = np.where(use, priced, np.asarray(result[i:])).tolist()
+        return result
+
+    return times

@@ -52,7 +52,7 @@ def choose_and_go(s: SimState, drv: DriveState, now: float) -> None:
         reqs = pooling.sorted_in(drv.later, s.req.st, ASSIGNED)
         drv.later = []
         if reqs and not (s.policy == "equal" and starved(s, drv)):
-            drv.work, drv.wi = reqs, 0
+            drv.work, drv.wi = reqs if s.rao is None else s.rao.ordered(reqs), 0
             drive_ops.next_read(s, drv, now)
             return
         for r in reqs:  # another requester's turn: back to the pool, as new requests
@@ -73,7 +73,7 @@ def choose_and_go(s: SimState, drv: DriveState, now: float) -> None:
         drv.owner = requester
         s.pool.active[requester] += 1
     if drv.tape == t:
-        drv.work, drv.wi = reqs, 0
+        drv.work, drv.wi = reqs if s.rao is None else s.rao.ordered(reqs), 0
         drive_ops.next_read(s, drv, now)
         return
     drive_ops.take_tape(s, drv, t, reqs, now)

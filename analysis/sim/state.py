@@ -25,7 +25,15 @@ import numpy as np
 
 from tapelens.analysis.recall.policies import Sharing, TapeQueue
 from tapelens.analysis.sim.config import Library, SimConfig
-from tapelens.analysis.sim.inputs import Prepared, pass_timer, read_timer
+from tapelens.analysis.sim.inputs import (
+    Geometric,
+    Prepared,
+    geometric,
+    geometric_pass_timer,
+    geometric_read_timer,
+    pass_timer,
+    read_timer,
+)
 from tapelens.errors import InputError
 
 # Queue event kinds.
@@ -198,6 +206,8 @@ class SimState:
     first_s: list[float]
     pass_times: Callable[[list[int], int], list[float]]
     jitter: float
+    # Sorted scheduling in RAO order: orders a mount's requests (None: position order).
+    rao: Geometric | None
     # The library.
     drives: list[DriveState]
     idle: list[int]
@@ -231,6 +241,7 @@ def new_state(
 ) -> SimState:
     """The state at the start of a run (planned runs: with each drive's plan loaded)."""
     n, n_tapes = len(p.tape), len(p.volumes)
+    geo = geometric(p) if config.order == "rao" else None
     drives = [
         DriveState(i, reads, [m for m, ok in enumerate(reads) if ok], idle_key=(False, 0.0, i))
         for i, reads in enumerate(readable)
@@ -254,10 +265,11 @@ def new_state(
         robot_s=[move if move is not None else p.media[m].robot_s for m in p.tape_media],
         load_s=[p.media[m].load_s for m in p.tape_media],
         dismount_s=[p.media[m].rewind_s + p.media[m].unload_s for m in p.tape_media],
-        read_s=read_timer(p),
-        first_s=p.first_s,
-        pass_times=pass_timer(p),
+        read_s=read_timer(p) if geo is None else geometric_read_timer(p, geo),
+        first_s=p.first_s if geo is None else geo.first_s,
+        pass_times=pass_timer(p) if geo is None else geometric_pass_timer(p, geo),
         jitter=config.jitter,
+        rao=geo if config.scheduler == "sorted" else None,
         drives=drives,
         idle=list(range(len(drives))),
         robots=[(0.0, i) for i in range(library.robots)],

@@ -22,7 +22,13 @@ from tapelens.analysis.sim.simulator import (
     simulate,
 )
 from tapelens.analysis.throughput import store
-from tapelens.cli.common import App, assume_media_option, drives_or_inventory, pass_app
+from tapelens.cli.common import (
+    App,
+    assume_media_option,
+    drives_or_inventory,
+    order_option,
+    pass_app,
+)
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -55,6 +61,7 @@ from tapelens.errors import InputError
 @click.option("--client-delay-s", type=float, default=DEFAULT_CLIENT_DELAY_S, show_default=True)
 @click.option("--jitter", type=click.FloatRange(0), default=0.0, help="Spread of read times.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@order_option
 @assume_media_option
 @click.option("--summary", "summary_file", type=click.Path(dir_okay=False), help="Summary JSON.")
 @click.option("--events", "events_file", type=click.Path(dir_okay=False), help="Events Parquet.")
@@ -82,6 +89,7 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
         retry=parse_retry(opts["retry"], opts["client_delay_s"]),
         jitter=opts["jitter"],
         idle_dismount_s=parse_duration(opts["idle_dismount"], "--idle-dismount"),
+        order=opts["read_order"],
     )
     with connection(app.dsn()) as conn:
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}

@@ -10,7 +10,7 @@ import pytest
 
 from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.engine import predict_recall
+from tapelens.analysis.recall.engine import Policy, predict_recall
 from tapelens.analysis.sim.simulator import (
     Fault,
     Library,
@@ -318,3 +318,37 @@ def test_fifo_dismounts_a_tape_left_idle_for_the_dismount_delay(gap_s: float, mo
         DirectSubmission(idle_dismount_s=900.0),
     )
     assert direct.mounts == mounts
+
+
+def test_a_plan_in_rao_order_simulates_to_its_prediction() -> None:
+    # plan recall --order rao, replayed by simulate --order rao: the same order, the same
+    # geometry pricing every move, the same makespan.
+    rng = np.random.default_rng(6)
+    frames = [
+        files(
+            f"R{t:05d}L7",
+            np.sort(rng.choice(20_000, 40, replace=False)).tolist(),
+            size_bytes=rng.integers(10**8, 5 * 10**9, 40).tolist(),
+            avg_object_bytes=2.5e9,
+        )
+        for t in range(12)
+    ]
+    recall = pl.concat(frames)
+    predicted = predict_recall(recall, {"LTO-8": 4}, PARAMS, policy=Policy(order="rao"))
+    plan = predicted.files.drop("order").sort("start_s").with_row_index("order")
+    replayed = run(plan, drives=4, robots=4, scheduler="planned", order="rao")
+    assert replayed.summary.makespan_s == pytest.approx(predicted.makespan_s, rel=1e-9)
+    by_position = run(plan, drives=4, robots=4, scheduler="planned")
+    assert by_position.summary.makespan_s != pytest.approx(predicted.makespan_s, rel=1e-3)
+
+
+def test_sorted_scheduling_in_rao_order_reads_a_tape_as_the_engine_orders_it() -> None:
+    rng = np.random.default_rng(8)
+    positions = np.sort(rng.choice(20_000, 60, replace=False)).tolist()
+    tape = files("S00001L7", positions, avg_object_bytes=2.5e9)
+    predicted = predict_recall(tape, {"LTO-8": 1}, PARAMS, policy=Policy(order="rao"))
+    result = run(tape, order="rao")
+    reads = result.events.filter(pl.col("kind") == "read").sort("end_s")
+    assert reads["path"].to_list() == predicted.files.sort("start_s")["path"].to_list()
+    assert reads["path"].to_list() != tape["path"].to_list()  # not position order
+    assert result.summary.makespan_s == pytest.approx(predicted.makespan_s, rel=1e-9)

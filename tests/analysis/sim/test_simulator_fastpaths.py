@@ -79,6 +79,7 @@ def assert_same(a: SimResult, b: SimResult) -> None:
 
 CONFIGS = [
     {},
+    {"order": "rao", "window": 40},
     {"policy": "by-demand", "window": 40},
     {"policy": "equal", "window": 25},
     {"scheduler": "fifo"},
@@ -101,6 +102,27 @@ def test_list_read_times_equal_read_by_read_ones() -> None:
             assert got[:2] == [0.0, 0.0]
             assert got[2:] == [read_s(w[k - 1], w[k]) for k in range(2, len(w))]
     mixed = [int(r) for r in rng.permutation(len(p.tape))[:200]]  # across tapes too
+    assert times(mixed, 1)[1:] == [read_s(mixed[k - 1], mixed[k]) for k in range(1, 200)]
+
+
+def test_list_read_times_by_geometry_equal_read_by_read_ones() -> None:
+    # simulate --order rao: moves priced by the tape's geometry, in any order, across tapes.
+    p = prepare(recall(1), PARAMS, [])
+    geo = sim_inputs.geometric(p)
+    read_s = sim_inputs.geometric_read_timer(p, geo)
+    times = sim_inputs.geometric_pass_timer(p, geo)
+    plain = read_timer(p)
+    rng = np.random.default_rng(0)
+    differ = 0
+    for t in range(len(p.volumes)):
+        on_tape = [r for r in range(len(p.tape)) if p.tape[r] == t]
+        for w in (on_tape, [int(r) for r in rng.permutation(on_tape)]):
+            got = times(w, 2)
+            assert got[:2] == [0.0, 0.0]
+            assert got[2:] == [read_s(w[k - 1], w[k]) for k in range(2, len(w))]
+            differ += sum(read_s(w[k - 1], w[k]) != plain(w[k - 1], w[k]) for k in range(1, len(w)))
+    assert differ > 0  # the geometry prices moves differently from the locate curve
+    mixed = [int(r) for r in rng.permutation(len(p.tape))[:200]]
     assert times(mixed, 1)[1:] == [read_s(mixed[k - 1], mixed[k]) for k in range(1, 200)]
 
 
