@@ -47,6 +47,8 @@ def params_table(rows: dict[str, tuple[ModelParams, str]]) -> pl.DataFrame:
                 "first_locate_s_per_tb": p.first_locate_slope_s * 1e12 / p.capacity_bytes,
                 "mount_s": p.mount_s,
                 "dismount_s": p.dismount_s,
+                # Positioning priced by the tape geometry (--order rao) is multiplied by it.
+                "locate_scale": p.locate_scale,
             }
             for name, (p, source) in rows.items()
         ]

@@ -168,6 +168,10 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
     assert rows["LTO-8"]["source"].startswith("calibrated ")
     assert "on 288 reads" in rows["LTO-8"]["source"]
     assert rows["LTO-7"]["source"] == "default (BNL LTO-7 measurements (docs/domain.md))"
+    # The geometry's scale is fitted, stored with the rest and shown; defaults keep 1.
+    assert float(rows["LTO-8"]["locate_scale"]) == pytest.approx(fit.params.locate_scale)
+    assert fit.params.locate_scale > 0 and fit.params.locate_scale != 1.0
+    assert float(rows["LTO-7"]["locate_scale"]) == 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
