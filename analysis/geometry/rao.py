@@ -400,6 +400,7 @@ def order_reads(
     *,
     budget_s: float = BUDGET_S,
     rewind: bool = True,
+    search: bool = True,
 ) -> pl.DataFrame:
     """The reads of one mount in RAO order, with `read_rank` (0 first) and `reach_s`, the time
     to reach each object from where the previous one ended (from the load point for the first;
@@ -409,7 +410,8 @@ def order_reads(
     tape), offset_bytes (a member's offset inside its aggregate), avg_object_bytes. Objects are
     positions: members of one aggregate share a position, stay together and are read by offset.
     Without start_bytes an object starts after (position - 1) objects of the average size.
-    `rewind`: whether the rewind after the last read counts in the order's cost.
+    `rewind`: whether the rewind after the last read counts in the order's cost. Without
+    `search`, the objects keep position order, reach_s then pricing that order's moves.
     """
     geometry = as_geometry(geometry)
     if files.height == 0:
@@ -447,7 +449,12 @@ def order_reads(
     start = np.where(np.isnan(known), estimated, known) + objects["first"].to_numpy()
     size = objects["last"].to_numpy() - objects["first"].to_numpy()
     where = places(start, size, geometry)
-    ordered = plan_order(where, geometry, budget_s=budget_s, rewind=rewind)
+    if search:
+        ordered = plan_order(where, geometry, budget_s=budget_s, rewind=rewind)
+    else:
+        by_position = position_order(where)
+        cost = path_s(where, by_position, geometry, rewind=rewind)
+        ordered = Ordered(by_position, cost, cost, "position")
     rank = pl.DataFrame(
         {
             "position": objects["position"].gather(ordered.order),

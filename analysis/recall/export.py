@@ -300,7 +300,11 @@ def summary_text(summary: dict[str, Any]) -> str:
     ]
     for name, base in summary["baselines"].items():
         speedup = summary["speedups"].get(name)
-        label = {"fifo": "FIFO direct", "newest_copy": "newest copy"}.get(name, name)
+        label = {
+            "fifo": "FIFO direct",
+            "newest_copy": "newest copy",
+            "position_order": "position order",
+        }.get(name, name)
         gain = f", planned is {speedup:.2f}x faster" if speedup else ""
         lines.append(
             f"baseline   {label}: {_duration(base['makespan_s'])}, {base['mounts']:,} mounts{gain}"

@@ -34,8 +34,9 @@ from tapelens.analysis.recall.engine import (
     with_other_volumes,
 )
 from tapelens.analysis.recall.policies import Sharing
+from tapelens.analysis.recall.read_order import POSITION_BY_GEOMETRY
 from tapelens.analysis.recall.requests import Resolution, resolve
-from tapelens.analysis.recall.schedule import Schedule, with_copy_columns
+from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 
@@ -141,6 +142,20 @@ def plan_recall(
         baselines["fifo"] = direct.baseline()
         say("replayed direct submission (the FIFO baseline)")
         baselines["newest_copy"] = newest_result
+        if options.order == "rao":
+            # The same copies on the same drives, each tape read in position order with its
+            # moves priced by the same geometry: what RAO itself gains.
+            by_position = build_schedule(
+                schedule.files,
+                wanted,
+                params_by_media,
+                drives,
+                options.sharing,
+                readers,
+                lean=True,
+                order=POSITION_BY_GEOMETRY,
+            )
+            baselines["position_order"] = BaselineResult.of(by_position)
     requesters = requester_completion(resolution.demand, schedule.files)
     limit = options.sharing.max_drives_per_group
     bound = candidate_bounds(copies, resolution.wanted, params_by_media, drives, limit)

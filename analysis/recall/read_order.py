@@ -26,6 +26,9 @@ from tapelens.analysis.geometry import GEOMETRIES, order_reads
 from tapelens.analysis.throughput.model import ModelParams
 
 ORDERS = ("position", "rao")
+# Position order with every move priced by the geometry, as rao prices its own: what a plan in
+# RAO order is compared with (the plan's position_order baseline).
+POSITION_BY_GEOMETRY = "position-geometry"
 # Seconds of ordering a whole recall may spend, shared out among its tapes by their reads; no
 # tape gets more than PER_TAPE_BUDGET_S (10,000 reads take about 1.5 s).
 TOTAL_BUDGET_S = 60.0
@@ -46,7 +49,8 @@ class OrderCache:
     def __init__(self, budget_s: float = TOTAL_BUDGET_S) -> None:
         self.budget_s = budget_s
         self.spent_s = 0.0
-        self.orders: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = {}
+        # (order, (media type, what the tape holds)) -> (rows in read order, reach_s)
+        self.orders: dict[tuple[str, tuple[str, bytes]], tuple[np.ndarray, np.ndarray]] = {}
 
     def left_s(self) -> float:
         return max(self.budget_s - self.spent_s, 0.0)
@@ -75,7 +79,7 @@ def in_read_order(
     `rao`, with read_rank (the order on each mount) and reach_s (the positioning before each
     read), which throughput.file_times then follows; for `position`, as they are. `cache`
     keeps orders and the ordering budget across calls of one recall."""
-    if order not in ORDERS:
+    if order not in (*ORDERS, POSITION_BY_GEOMETRY):
         raise ValueError(f"read order {order!r} is not one of {ORDERS}")
     if order == "position" or files.height == 0:
         return files
@@ -86,7 +90,7 @@ def in_read_order(
     left_rows = sum(
         t.height
         for i, t in enumerate(tapes)
-        if content[i][0] in GEOMETRIES and content[i] not in cache.orders
+        if content[i][0] in GEOMETRIES and (order, content[i]) not in cache.orders
     )
     parts = []
     for i, tape in enumerate(tapes):
@@ -100,7 +104,7 @@ def in_read_order(
                 )
             )
             continue
-        known = cache.orders.get(content[i])
+        known = cache.orders.get((order, content[i]))
         if known is None:
             share = cache.left_s() * tape.height / max(left_rows, 1)
             budget = min(PER_TAPE_BUDGET_S, max(share, MIN_TAPE_BUDGET_S))
@@ -111,12 +115,16 @@ def in_read_order(
             # media type's rewind, so an order that ends nearer the load point gains it nothing,
             # and with this cost an order is never slower in the engine than position order.
             ranked = order_reads(
-                tape.with_row_index("_given"), shape, budget_s=budget, rewind=False
+                tape.with_row_index("_given"),
+                shape,
+                budget_s=budget,
+                rewind=False,
+                search=order == "rao",
             )
             cache.spent_s += time.perf_counter() - started
             left_rows -= tape.height
             known = (ranked["_given"].to_numpy(), ranked["reach_s"].to_numpy())
-            cache.orders[content[i]] = known
+            cache.orders[(order, content[i])] = known
         rows, reach = known
         scale = params_by_media[media].locate_scale if media in params_by_media else 1.0
         parts.append(

@@ -164,6 +164,11 @@ def test_a_plan_in_rao_order_beats_its_fifo_baseline_timed_the_same_way() -> Non
         fifo = result.baselines["fifo"]
         assert result.schedule.makespan_s <= fifo.makespan_s
     assert result.summary["read_order"] == "rao"
+    # The plan names what RAO gains over position order in the same physics, and never loses.
+    by_position = result.baselines["position_order"]
+    assert by_position.mounts == result.schedule.mounts
+    assert result.schedule.makespan_s < by_position.makespan_s
+    assert result.summary["speedups"]["position_order"] > 1.0
 
 
 def test_a_recall_orders_each_tape_once_within_one_budget() -> None:
