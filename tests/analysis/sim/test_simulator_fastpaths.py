@@ -91,18 +91,30 @@ CONFIGS = [
 ]
 
 
-def test_list_read_times_equal_read_by_read_ones() -> None:
-    p = prepare(recall(1), PARAMS, [])
-    read_s, times = read_timer(p), pass_timer(p)
+def assert_lists_time_as_reads(
+    p: sim_inputs.Prepared,
+    read_s: Callable[[int, int], float],
+    times: Callable[[list[int], int], list[float]],
+) -> list[list[int]]:
+    """A list's times at once equal its reads' one by one: each tape in position order and
+    shuffled, and a list across tapes. Returns the lists tried."""
     rng = np.random.default_rng(0)
+    tried = []
     for t in range(len(p.volumes)):
         on_tape = [r for r in range(len(p.tape)) if p.tape[r] == t]
         for w in (on_tape, [int(r) for r in rng.permutation(on_tape)]):
             got = times(w, 2)
             assert got[:2] == [0.0, 0.0]
             assert got[2:] == [read_s(w[k - 1], w[k]) for k in range(2, len(w))]
+            tried.append(w)
     mixed = [int(r) for r in rng.permutation(len(p.tape))[:200]]  # across tapes too
     assert times(mixed, 1)[1:] == [read_s(mixed[k - 1], mixed[k]) for k in range(1, 200)]
+    return tried
+
+
+def test_list_read_times_equal_read_by_read_ones() -> None:
+    p = prepare(recall(1), PARAMS, [])
+    assert_lists_time_as_reads(p, read_timer(p), pass_timer(p))
 
 
 def test_list_read_times_by_geometry_equal_read_by_read_ones() -> None:
@@ -110,20 +122,12 @@ def test_list_read_times_by_geometry_equal_read_by_read_ones() -> None:
     p = prepare(recall(1), PARAMS, [])
     geo = sim_inputs.geometric(p)
     read_s = sim_inputs.geometric_read_timer(p, geo)
-    times = sim_inputs.geometric_pass_timer(p, geo)
+    tried = assert_lists_time_as_reads(p, read_s, sim_inputs.geometric_pass_timer(p, geo))
     plain = read_timer(p)
-    rng = np.random.default_rng(0)
-    differ = 0
-    for t in range(len(p.volumes)):
-        on_tape = [r for r in range(len(p.tape)) if p.tape[r] == t]
-        for w in (on_tape, [int(r) for r in rng.permutation(on_tape)]):
-            got = times(w, 2)
-            assert got[:2] == [0.0, 0.0]
-            assert got[2:] == [read_s(w[k - 1], w[k]) for k in range(2, len(w))]
-            differ += sum(read_s(w[k - 1], w[k]) != plain(w[k - 1], w[k]) for k in range(1, len(w)))
+    differ = sum(
+        read_s(w[k - 1], w[k]) != plain(w[k - 1], w[k]) for w in tried for k in range(1, len(w))
+    )
     assert differ > 0  # the geometry prices moves differently from the locate curve
-    mixed = [int(r) for r in rng.permutation(len(p.tape))[:200]]
-    assert times(mixed, 1)[1:] == [read_s(mixed[k - 1], mixed[k]) for k in range(1, 200)]
 
 
 @pytest.mark.parametrize("config", CONFIGS)
