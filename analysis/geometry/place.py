@@ -13,9 +13,11 @@ move real places; docs/geometry.md ("How good the estimate is") says by how much
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
 from tapelens.analysis.geometry.media import Geometry
 
@@ -101,6 +103,18 @@ def start_bytes_from_positions(
     the tape's average size. The coarsest estimate (see `accuracy`)."""
     pos = np.asarray(position, dtype=np.float64)
     return np.maximum(pos - first_position, 0.0) * float(avg_object_bytes)
+
+
+def start_address(columns: Collection[str], avg_object_bytes: pl.Expr | float) -> pl.Expr:
+    """The same estimate as a Polars expression over a frame with these `columns`: a read's
+    start_bytes where known, else (position - 1) objects of the average size; null when the
+    frame has neither."""
+    address = pl.lit(None, pl.Float64)
+    if "position" in columns:
+        address = (pl.col("position") - 1).clip(0).cast(pl.Float64) * avg_object_bytes
+    if "start_bytes" in columns:
+        address = pl.coalesce(pl.col("start_bytes").cast(pl.Float64), address)
+    return address
 
 
 # -- how good the estimate is ------------------------------------------------------------------

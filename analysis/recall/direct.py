@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from tapelens.analysis.geometry import GEOMETRIES, gap_s
+from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.recall.baselines import BaselineResult
 from tapelens.analysis.recall.dispatch import drive_names, readers_of
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
@@ -238,9 +239,7 @@ def _geometry_positioning(
     avg = pl.col("size_bytes").cast(pl.Float64).mean().over("volume")
     if "avg_object_bytes" in requests.columns:
         avg = pl.coalesce(pl.col("avg_object_bytes"), avg)
-    address = (pl.col("position") - 1).clip(0).cast(pl.Float64) * avg
-    if "start_bytes" in requests.columns:
-        address = pl.coalesce(pl.col("start_bytes").cast(pl.Float64), address)
+    address = start_address(requests.columns, avg)
     where = requests.select(
         "media_type",
         address.alias("start"),

@@ -16,6 +16,7 @@ import polars as pl
 from scipy.optimize import least_squares
 
 from tapelens.analysis.geometry import GEOMETRIES, gap_s
+from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 Vector = np.ndarray
@@ -242,15 +243,13 @@ def geometry_positioning(
     if shape is None or ("position" not in frame.columns and "start_bytes" not in frame.columns):
         return None
     avg = float(avg_object_bytes)
-    address = pl.lit(None, pl.Float64)
-    if "position" in frame.columns:
-        address = (pl.col("position") - 1).clip(0).cast(pl.Float64) * avg
-    prev_end = address - (pl.col("gap") - 1).cast(pl.Float64) * avg
-    if "start_bytes" in frame.columns:
-        address = pl.coalesce(pl.col("start_bytes").cast(pl.Float64), address)
-        if "gap_bytes" in frame.columns:
-            exact = pl.col("start_bytes").cast(pl.Float64) - pl.col("gap_bytes").cast(pl.Float64)
-            prev_end = pl.coalesce(exact, prev_end)
+    # Without byte addresses the previous read ended (gap - 1) objects before this one.
+    estimated = start_address([c for c in frame.columns if c != "start_bytes"], avg)
+    prev_end = estimated - (pl.col("gap") - 1).cast(pl.Float64) * avg
+    address = start_address(frame.columns, avg)
+    if "start_bytes" in frame.columns and "gap_bytes" in frame.columns:
+        exact = pl.col("start_bytes").cast(pl.Float64) - pl.col("gap_bytes").cast(pl.Float64)
+        prev_end = pl.coalesce(exact, prev_end)
     far = (pl.col("gap") > params.read_through_max_gap) | (pl.col("gap") < 0)
     places = frame.select(
         (far | pl.col("gap").is_null()).alias("located"),
