@@ -18,9 +18,9 @@ from psycopg import sql
 
 from tapelens.db import connection, redact
 from tapelens.errors import DatabaseError
+from tapelens.models import MARTS_SCHEMA
 
 READER_ROLE = "tapelens_reader"
-MARTS_SCHEMA = "tapelens_marts"
 VIEWS_SCHEMA = "tapelens_dashboards"
 VIEWS_DIR = Path(__file__).resolve().parent / "views"
 # The longest a dashboard query may run (Superset's own SQL Lab timeout is longer).

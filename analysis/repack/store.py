@@ -24,8 +24,8 @@ from tapelens.analysis.throughput.inputs import fetch, read_live_copies
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.errors import InputError
+from tapelens.models import MARTS_SCHEMA
 
-MARTS = "tapelens_marts"
 # Rough costs for screening only (LTO-8 defaults, tapelens/media.py): a mount with rewind and
 # unload, an average locate, the native rate.
 SCREEN_MOUNT_S = 150.0
@@ -114,7 +114,7 @@ def _require_marts(conn: psycopg.Connection) -> None:
         conn,
         "select count(*) from information_schema.tables where table_schema = %s"
         " and table_name in ('dim_datasets', 'fct_tape_occupancy')",
-        (MARTS,),
+        (MARTS_SCHEMA,),
     )
     if int(rows[0][0]) < 2:
         raise InputError("the marts are missing: run `tapelens marts build` first")
@@ -138,7 +138,7 @@ def _screen_scattered(
                     + greatest(coalesce(mean_gap, 1) - 1, 0) * size_bytes / {} desc, dataset
            limit {}"""
     ).format(
-        sql.Identifier(MARTS),
+        sql.Identifier(MARTS_SCHEMA),
         sql.Literal(SCATTERED_MIN_MEAN_GAP),
         sql.Literal(SCREEN_MOUNT_S),
         sql.Literal(SCREEN_LOCATE_S),
@@ -187,7 +187,7 @@ def _screen_small_files(
            order by d.small_files - least(coalesce(a.members, 0), d.small_files) desc, d.dataset
            limit {limit}"""
     ).format(
-        marts=sql.Identifier(MARTS),
+        marts=sql.Identifier(MARTS_SCHEMA),
         share=sql.Literal(options.min_small_file_share),
         limit=sql.Literal(options.screened),
     )
@@ -226,7 +226,7 @@ def _screen_stray(
            where stray_copies > 0 and state <> 'repacked'
            order by stray_copies desc, duplicate_copies desc, volume
            limit {}"""
-    ).format(sql.Identifier(MARTS), sql.Literal(options.screened))
+    ).format(sql.Identifier(MARTS_SCHEMA), sql.Literal(options.screened))
     found = _frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
@@ -292,7 +292,9 @@ def _screen_low_occupancy(
            order by occupancy, volume
            limit {}"""
     ).format(
-        sql.Identifier(MARTS), sql.Literal(options.max_occupancy), sql.Literal(options.screened)
+        sql.Identifier(MARTS_SCHEMA),
+        sql.Literal(options.max_occupancy),
+        sql.Literal(options.screened),
     )
     names = ["target", "files", "bytes", "capacity_bytes", "occupancy", "state"]
     found = _frame(conn, query, names)
@@ -352,7 +354,7 @@ def _tapes_only_of(conn: psycopg.Connection, copies: pl.DataFrame) -> pl.DataFra
         conn,
         sql.SQL(
             "select volume, files, capacity_bytes from {}.fct_tape_occupancy where volume = any(%s)"
-        ).format(sql.Identifier(MARTS)),
+        ).format(sql.Identifier(MARTS_SCHEMA)),
         (volumes,),
     )
     totals = pl.DataFrame(

@@ -13,6 +13,7 @@ from datetime import datetime
 import polars as pl
 
 from tapelens.errors import InputError
+from tapelens.models import MARTS_SCHEMA
 
 REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates")
 GROUPINGS = {
@@ -29,7 +30,7 @@ DEFAULT_BY = {
     "occupancy": "tape",
     "rates": "gap",
 }
-M = "tapelens_marts"
+M = MARTS_SCHEMA
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from psycopg import sql
 from tapelens.errors import DatabaseError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
+from tapelens.models import MARTS_SCHEMA
 
-READS_RELATION = ("tapelens_marts", "fct_transfer_rates")
+READS_RELATION = (MARTS_SCHEMA, "fct_transfer_rates")
 UTC = pl.Datetime("us", "UTC")
 
 # Canonical name -> names the mart may use for it, in order of preference.

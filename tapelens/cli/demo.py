@@ -9,6 +9,7 @@ import click
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.frames import read_frame
+from tapelens.models import MARTS_SCHEMA
 
 demo = BY_NAME["demo"]
 
@@ -76,7 +77,8 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     _step("validation", [*common, "throughput", "validate"])
     scattered = read_frame(
         dsn,
-        "select dataset from tapelens_marts.dim_datasets order by tapes_used desc, dataset limit 3",
+        f"select dataset from {MARTS_SCHEMA}.dim_datasets"
+        " order by tapes_used desc, dataset limit 3",
     )
     requests = site / "recall-requests.csv"
     requests.write_text("dataset\n" + "".join(f"{d}\n" for d in scattered["dataset"]))
