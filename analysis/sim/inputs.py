@@ -14,6 +14,7 @@ import polars as pl
 
 from tapelens.analysis.geometry import GEOMETRIES, Geometry, Places, places, plan_order
 from tapelens.analysis.geometry.locate import from_load_point
+from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.sim.config import Library
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.errors import InputError
@@ -33,6 +34,7 @@ class Prepared:
     offset: list[int]  # -1: not in an aggregate
     size: list[int]
     start_bytes: list[float]  # nan: unknown
+    address: list[float]  # estimated bytes before the request's object (geometry.start_address)
     first_s: list[float]  # read time when it is the first file read after a load
     body_s: list[float]  # per-object overhead + streaming
     stream_s: list[float]  # streaming alone (aggregate members share the object's overhead)
@@ -98,6 +100,14 @@ def prepare(
     )
     tape_media = [media_of[m] for m in per_tape["media_type"].to_list()]
     avg_object = [float(a or 0.0) for a in per_tape["avg"].to_list()]
+    tape_avg = pl.Series(avg_object)[[tape_of[v] for v in frame["volume"].to_list()]]
+    address = (
+        frame.with_columns(tape_avg.alias("_avg"))
+        .select(start_address(frame.columns, pl.col("_avg")))
+        .to_series()
+        .fill_null(0.0)
+        .to_list()
+    )
     requesters = sorted(frame["requester"].unique().to_list())
     req_of = {r: i for i, r in enumerate(requesters)}
     tape = [tape_of[v] for v in frame["volume"].to_list()]
@@ -106,10 +116,9 @@ def prepare(
     offset = [-1 if o is None else int(o) for o in frame["offset_bytes"].to_list()]
     start_bytes = [math.nan if s is None else float(s) for s in frame["start_bytes"].to_list()]
     first_s, body_s, stream_s = [], [], []
-    for t, pos, sz, sb in zip(tape, position, size, start_bytes, strict=True):
+    for t, sz, where in zip(tape, size, address, strict=True):
         p = media[tape_media[t]]
         rate_b_s = p.rate_mb_s * MB
-        where = sb if not math.isnan(sb) else pos * avg_object[t]
         fraction = min(max(where / p.capacity_bytes, 0.0), 1.0)
         first = min(p.first_locate_base_s + p.first_locate_slope_s * fraction, p.locate_max_s)
         stream_s.append(sz / rate_b_s)
@@ -124,6 +133,7 @@ def prepare(
         offset=offset,
         size=shared(size),
         start_bytes=start_bytes,
+        address=address,
         first_s=shared(first_s),
         body_s=shared(body_s),
         stream_s=stream_s,
@@ -315,11 +325,10 @@ class Geometric:
 def geometric(p: Prepared) -> Geometric:
     """The requests' places and first-read times by geometry, for p's requests."""
     tape = np.asarray(p.tape, dtype=np.int64)
-    avg = np.asarray(p.avg_object, dtype=np.float64)[tape]
-    position = np.asarray(p.position, dtype=np.float64)
     offset = np.maximum(np.asarray(p.offset, dtype=np.float64), 0.0)
     known = np.asarray(p.start_bytes, dtype=np.float64)
-    start = np.where(np.isnan(known), np.maximum(position - 1.0, 0.0) * avg + offset, known)
+    # A member of an aggregate whose object's address is estimated sits its offset into it.
+    start = np.asarray(p.address, dtype=np.float64) + np.where(np.isnan(known), offset, 0.0)
     size = np.asarray(p.size, dtype=np.float64)
     shapes = [GEOMETRIES.get(p.media[m].media_type) for m in p.tape_media]
     scales = [p.media[m].locate_scale for m in p.tape_media]

@@ -123,11 +123,7 @@ def locate_observations(
 
     far = (pl.col("gap") > params.read_through_max_gap) | (pl.col("gap") < 0)
     between = frame.filter(far)
-    place = pl.lit(None, pl.Float64)
-    if "start_bytes" in frame.columns:
-        place = pl.col("start_bytes").cast(pl.Float64)
-    if "position" in frame.columns:
-        place = pl.coalesce(place, pl.col("position") * avg_object_bytes)
+    place = start_address(frame.columns, avg_object_bytes)
     first = frame.filter(pl.col("gap").is_null()).with_columns(
         (place / params.capacity_bytes).clip(0.0, 1.0).alias("_place")
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from tapelens.analysis.geometry.place import start_address
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME, MediaType
 
@@ -249,10 +250,7 @@ def file_times(
         .then(pl.lit("read_through"))
         .otherwise(pl.lit("locate"))
     )
-    fraction = (
-        pl.coalesce(pl.col("start_bytes").cast(pl.Float64), pl.col("position") * avg_object)
-        / _p("capacity_bytes")
-    ).fill_null(0.0)
+    fraction = (start_address(frame.columns, avg_object) / _p("capacity_bytes")).fill_null(0.0)
     ranked = "read_rank" in files.columns
     order = [*keys, "read_rank"] if ranked else [*keys, "position", "offset_bytes"]
     out = (
@@ -424,10 +422,7 @@ def predict_reads(reads: pl.DataFrame, params_by_media: Mapping[str, ModelParams
         .otherwise((pl.col("gap").abs() - 1).clip(0) * avg_object)
     )
     skipped = pl.coalesce(pl.col("gap_bytes").cast(pl.Float64), estimated).fill_null(0.0)
-    fraction = (
-        pl.coalesce(pl.col("start_bytes").cast(pl.Float64), pl.col("position") * avg_object)
-        / _p("capacity_bytes")
-    ).fill_null(0.5)
+    fraction = (start_address(frame.columns, avg_object) / _p("capacity_bytes")).fill_null(0.5)
     times = ["positioning_s", "overhead_s", "stream_s", "duration_s"]
     out = (
         frame.lazy()

@@ -46,9 +46,11 @@ def requests(
 
 
 def first_s(p: ModelParams, position: int, size: int = GB) -> float:
-    """A file read first on a mount: locate from the load point, overhead, stream."""
+    """A file read first on a mount: locate from the load point over the position - 1 objects
+    before it, overhead, stream."""
+    before = (position - 1) * size
     locate = min(
-        p.first_locate_base_s + p.first_locate_slope_s * position * size / p.capacity_bytes,
+        p.first_locate_base_s + p.first_locate_slope_s * before / p.capacity_bytes,
         p.locate_max_s,
     )
     return locate + p.overhead_s + size / (p.rate_mb_s * MB)

@@ -214,7 +214,8 @@ def test_idle_drives_read_stray_copies_rather_than_one_long_home_tape() -> None:
     plan = plan_recall(asked, catalog(rows), PARAMS, options("LTO8:10"))
     assert plan.summary["copy_set"] != "cheapest"
     for name, baseline in plan.baselines.items():
-        assert plan.summary["makespan_s"] <= baseline.makespan_s + 1e-6, name
+        # The summary gives the makespan to the millisecond.
+        assert plan.summary["makespan_s"] <= round(baseline.makespan_s, 3), name
     assert plan.summary["mounts"] > 1
     # Favouring drive time keeps the one-tape plan: fewer mounts, longer wait.
     frugal = plan_recall(asked, catalog(rows), PARAMS, options("LTO8:10", objective="drive-time"))
