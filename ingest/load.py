@@ -38,6 +38,7 @@ from typing import Protocol, cast
 import numpy as np
 import polars as pl
 import psycopg
+import pyarrow as pa
 from psycopg import sql
 
 from tapelens.db import connect, redact
@@ -515,7 +516,10 @@ _KEY = ("source", "copy_id", "written_at")
 _SIZES = ("size_bytes", "size_bound_bytes")
 # What the loader adds to a catalog row: the run that wrote it, and the digest of its values.
 CATALOG_EXTRA = ("ingest_run_id", "row_digest")
-_DIGEST_SEED = 0x7A9E_1E45  # any fixed seed: digests are compared only within one process
+# Any fixed seed. Stored digests are compared with a later load's: Polars keeps hash_rows the
+# same for a given version and seed; should an upgrade change it, a newer dump finds every row
+# changed once and writes it again with the same values.
+_DIGEST_SEED = 0x7A9E_1E45
 
 
 def _digest(frame: pl.DataFrame) -> pl.Series:
@@ -544,9 +548,9 @@ class _Known:
     copies no row matched are the ones the dump retires. Keys are kept hashed and sorted, so a
     batch is matched by binary search (a join would rebuild a table of millions each batch).
 
-    Only fixed-width values are kept, read batch by batch: per copy about 50 bytes (two key
-    hashes, the row digest, where the row stands, a hash of its copy id, its volume's number),
-    whatever the length of its names."""
+    Only fixed-width values are kept, read batch by batch: per copy about 40 bytes (two key
+    hashes, the row digest, where the row stands, its volume's number), whatever the length of
+    its names."""
 
     def __init__(self, read: Callable[[], Iterator[pl.DataFrame]]) -> None:
         # Read in a thread of its own: the server scans the catalog while the parser starts.
@@ -582,9 +586,7 @@ class _Known:
             parts["has_digest"].append(digest.is_not_null().to_numpy())
             parts["digest"].append(digest.fill_null(0).to_numpy())
             parts["chunk"].append(stored["chunk"].cast(pl.UInt32).to_numpy())
-            block = stored["block"].cast(pl.Int64).to_numpy()
-            parts["tid"].append((block << 16) | stored["item"].cast(pl.Int64).to_numpy())
-            parts["copy_hash"].append(stored["copy_hash"].cast(pl.Int64).to_numpy())
+            parts["tid"].append(_tuple_ids(stored["ctid"]))
             parts["volume"].append(
                 stored["volume"].replace_strict(volumes, return_dtype=pl.UInt32).to_numpy()
             )
@@ -597,7 +599,7 @@ class _Known:
         sorted_arrays = {k: _joined(parts, k)[order] for k in list(parts)}
         self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
         self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
-        self.tid, self.copy_hash = sorted_arrays["tid"], sorted_arrays["copy_hash"]
+        self.tid = sorted_arrays["tid"]
         self.volume = sorted_arrays["volume"]
         self.volume_names = volumes
         self.seen = np.zeros(len(self.hash), dtype=bool)
@@ -626,13 +628,14 @@ class _Known:
 
     def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
         """The stored copies no dump row matched (within `volumes` for a per-volume listing):
-        where each row stands (chunk table, tuple id) and the hash of its copy id."""
+        where each row stands (chunk table, tuple id), its digest and its volume."""
         self.wait()
         left = ~self.seen
         if volumes is not None:
             codes = [self.volume_names[v] for v in volumes if v in self.volume_names]
             left &= np.isin(self.volume, np.array(codes, dtype=np.uint32))
         tid = self.tid[left]
+        names = np.array(list(self.volume_names), dtype=object)
         return pl.DataFrame(
             {
                 "chunk": self.chunk[left].astype(np.int64),
@@ -640,9 +643,10 @@ class _Known:
                     f"({b},{i})"
                     for b, i in zip((tid >> 16).tolist(), (tid & 0xFFFF).tolist(), strict=True)
                 ],
-                "copy_hash": self.copy_hash[left],
+                "digest": pl.Series(self.digest[left]).set(pl.Series(~self.has_digest[left]), None),
+                "volume": names[self.volume[left]].tolist() if len(names) else [],
             },
-            schema={"chunk": pl.Int64, "tid": pl.String, "copy_hash": pl.Int64},
+            schema={"chunk": pl.Int64, "tid": pl.String, "digest": pl.Int64, "volume": pl.String},
         )
 
 
@@ -659,21 +663,38 @@ _KNOWN_ARRAYS: dict[str, type] = {
     "digest": np.int64,
     "chunk": np.uint32,
     "tid": np.int64,
-    "copy_hash": np.int64,
     "volume": np.uint32,
 }
+
+
+def _tuple_ids(ctid: pl.Series) -> np.ndarray:
+    """Tuple ids as read in binary (4 bytes of block, 2 of item, big-endian), packed as
+    block << 16 | item: no text to format on the server or parse here."""
+    array = ctid.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    storage = array.storage if isinstance(array, pa.ExtensionArray) else array
+    storage = storage.cast(pa.binary())
+    if len(storage) == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.frombuffer(storage.buffers()[1], dtype=np.int32)
+    offsets = offsets[storage.offset : storage.offset + len(storage) + 1]
+    if not (np.diff(offsets) == 6).all():
+        raise DatabaseError("the server sent tuple ids of an unexpected size")
+    raw = np.frombuffer(storage.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    raw = raw.reshape(-1, 6)
+    block = raw[:, :4].copy().view(">u4").ravel().astype(np.int64)
+    item = raw[:, 4:].copy().view(">u2").ravel().astype(np.int64)
+    return (block << 16) | item
 
 
 def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]) -> _Known:
     """The source's live copies, but those this dump's own files wrote already (uncommitted,
     so unseen by the columnar read on a connection of its own; loads are serialised, so what
     it sees is the state this load started from)."""
-    # A tuple id reads as a point "(block,item)"; the copy id's hash guards the retire against
-    # a row that is no longer the one read (see _apply_catalog).
     query = sql.SQL(
-        "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk,"
-        " (ctid::text::point)[0]::bigint as block, (ctid::text::point)[1]::int as item,"
-        " hashtextextended(copy_id, 0) as copy_hash from tapelens.tape_files"
+        "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
+        " from tapelens.tape_files"
         " where source = {} and removed_at is null and ingest_run_id <> all({})"
     ).format(sql.Literal(source), sql.Literal(run_ids))
     text = query.as_string(cur)
@@ -686,9 +707,7 @@ def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]
                 pl.col("volume").cast(pl.String),
                 pl.col("row_digest").cast(pl.Int64),
                 "chunk",
-                "block",
-                "item",
-                "copy_hash",
+                "ctid",
             )
 
     return _Known(read)
@@ -1043,17 +1062,17 @@ def _apply_catalog(
         return
     # The retired copies are found where the read of the stored copies saw them, chunk by
     # chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes only
-    # new or changed copies, so those rows have not moved; the hash of the copy id is checked
-    # all the same (a table rewritten in between, VACUUM FULL, moves rows).
+    # new or changed copies, so those rows have not moved; the row's digest and volume are
+    # checked all the same (a table rewritten in between, VACUUM FULL, moves rows).
     for (chunk,), rows in gone.group_by("chunk"):
         cur.execute(
             sql.SQL(
                 "update {} t set removed_at = now(), removed_run_id = %s"
-                " from unnest(%s::tid[], %s::bigint[]) as g(tid, copy_hash)"
-                " where t.ctid = g.tid and hashtextextended(t.copy_id, 0) = g.copy_hash"
-                " and t.removed_at is null"
+                " from unnest(%s::tid[], %s::bigint[], %s::text[]) as g(tid, digest, volume)"
+                " where t.ctid = g.tid and t.row_digest is not distinct from g.digest"
+                " and t.volume = g.volume and t.removed_at is null"
             ).format(_chunk_table(cur, int(chunk))),
-            [max(run_ids), rows["tid"].to_list(), rows["copy_hash"].to_list()],
+            [max(run_ids), *(rows[c].to_list() for c in ("tid", "digest", "volume"))],
         )
 
 

@@ -9,12 +9,13 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import psycopg
 import pytest
 
 from tapelens.errors import ParseError
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import ShrinkGuard, ingest_file
+from tapelens.ingest.load import ShrinkGuard, _apply_catalog, ingest_file
 from tests.fixtures.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
@@ -102,6 +103,36 @@ def test_newer_dump_updates_and_marks_disappeared_copies_removed(dsn: str, tmp_p
     assert (result.rows, result.removed) == (2, 1)
     rows = copies(dsn)
     assert [(r[1], r[2], r[6]) for r in rows] == [(1, 150, True), (2, 100, False), (3, 100, True)]
+
+
+def test_a_retired_copy_is_found_by_its_tuple_id_only_while_it_is_the_row_read(
+    dsn: str, tmp_path: Path
+) -> None:
+    # A newer dump retires the copies it no longer lists where the read of the stored copies
+    # saw them (chunk, tuple id); the row there must still be the one read (digest, volume).
+    ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "a.txt", ["V00001L8 1 100 /x/d/a"]), OPTS)
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        stored = cur.execute(
+            "select tableoid::bigint, ctid::text, row_digest, volume from tapelens.tape_files"
+        ).fetchone()
+        assert stored is not None
+        chunk, tid, digest, volume = stored
+        cur.execute("create temp table _tapelens_stage (like tapelens.tape_files)")
+
+        def retire(digest_read: int, volume_read: str) -> int:
+            gone = pl.DataFrame(
+                {"chunk": [chunk], "tid": [tid], "digest": [digest_read], "volume": [volume_read]}
+            )
+            _apply_catalog(cur, "fake", [99], gone)
+            row = cur.execute(
+                "select count(*) from tapelens.tape_files where removed_at is not null"
+            ).fetchone()
+            return int(row[0]) if row else -1
+
+        assert retire(digest + 1, volume) == 0  # another row now stands there
+        assert retire(digest, "V00002L8") == 0
+        assert retire(digest, volume) == 1
+        conn.rollback()
 
 
 def test_lenient_rejects_are_kept_with_their_reason(dsn: str, tmp_path: Path) -> None:
