@@ -522,10 +522,15 @@ CATALOG_EXTRA = ("ingest_run_id", "row_digest")
 _DIGEST_SEED = 0x7A9E_1E45
 
 
-def _digest(frame: pl.DataFrame) -> pl.Series:
-    """Per row, a 64-bit digest of its canonical values (the key included)."""
+# What a listing's ranks say of a copy's place (Format.listing_ranks): not compared, not updated.
+_RANKED = ("position", "offset_bytes")
+
+
+def _digest(frame: pl.DataFrame, ranked: bool = False) -> pl.Series:
+    """Per row, a 64-bit digest of its canonical values (the key included; for a format whose
+    positions are listing ranks, the place left out)."""
     return (
-        frame.select(list(canonical.TAPE_FILES))
+        frame.select([c for c in canonical.TAPE_FILES if not (ranked and c in _RANKED)])
         .hash_rows(seed=_DIGEST_SEED)
         .reinterpret(signed=True)
     )
@@ -552,16 +557,25 @@ class _Known:
     hashes, the row digest, where the row stands, its volume's number), whatever the length of
     its names."""
 
-    def __init__(self, read: Callable[[], Iterator[pl.DataFrame]]) -> None:
+    def __init__(
+        self,
+        read: Callable[[], Iterator[pl.DataFrame]],
+        ends: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
         # Read in a thread of its own: the server scans the catalog while the parser starts.
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self.lock = threading.Lock()
-        threading.Thread(target=self._load, args=(read,), name="tapelens-known").start()
+        threading.Thread(target=self._load, args=(read, ends), name="tapelens-known").start()
 
-    def _load(self, read: Callable[[], Iterator[pl.DataFrame]]) -> None:
+    def _load(
+        self, read: Callable[[], Iterator[pl.DataFrame]], ends: Callable[[], dict[str, int]] | None
+    ) -> None:
         try:
             self._index(read())
+            # Per volume, the last place any stored copy has (retired ones included).
+            last = ends() if ends is not None else {}
+            self.ends = {c: last.get(v, 0) for v, c in self.volume_names.items()}
         except BaseException as exc:  # noqa: BLE001 - raised where the copies are needed
             self._error = exc
         finally:
@@ -600,14 +614,26 @@ class _Known:
         self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
         self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
         self.tid = sorted_arrays["tid"]
+        # Listing ranks (Format.listing_ranks): per volume (code) with a copy this dump lists
+        # again, the last place given to a new copy and the rank it had.
+        self.relisted: set[int] = set()
+        self.placed: dict[int, tuple[int, int]] = {}
         self.volume = sorted_arrays["volume"]
         self.volume_names = volumes
         self.seen = np.zeros(len(self.hash), dtype=bool)
         self.shared = bool((np.diff(self.hash) == 0).any())  # two stored keys, one first hash
 
-    def changed(self, frame: pl.DataFrame, digest: pl.Series) -> pl.Series:
-        """Whether each row of `frame` is new or differs from its stored copy; marks the stored
-        copies it matches as listed."""
+    def changed(
+        self, frame: pl.DataFrame, digest: pl.Series, ranked: bool = False
+    ) -> tuple[pl.Series, pl.DataFrame]:
+        """Whether each row of `frame` is new or differs from its stored copy, and the frame;
+        marks the stored copies it matches as listed.
+
+        With `ranked` (positions are listing ranks), a stored copy keeps its place, and a copy
+        new to a volume that this dump lists stored copies of is placed after every place the
+        volume's copies ever had (retired ones included), in listing order: a system that
+        appends to a volume (TSM) writes new copies after the old ones. On a volume none of
+        whose stored copies is listed again (reused after reclamation), the ranks stand."""
         self.wait()
         probe = frame.select("copy_id", pl.col("written_at").dt.epoch("us").alias("written_at_us"))
         first, second = _key_hashes(probe)
@@ -624,7 +650,29 @@ class _Known:
         with self.lock:
             self.seen[at[match]] = True
         same = match & self.has_digest[at] & (self.digest[at] == digest.to_numpy())
-        return pl.Series(~same)
+        if ranked and n:
+            frame = self._placed(frame, match)
+        return pl.Series(~same), frame
+
+    def _placed(self, frame: pl.DataFrame, match: np.ndarray) -> pl.DataFrame:
+        code = (
+            frame["volume"]
+            .replace_strict(self.volume_names, default=-1, return_dtype=pl.Int64)
+            .to_numpy()
+        )
+        self.relisted.update(code[match].tolist())
+        new = np.flatnonzero(~match & np.isin(code, list(self.relisted)))
+        if not new.size:
+            return frame
+        position = frame["position"].cast(pl.Int64).to_numpy().copy()
+        for row in new.tolist():
+            c, rank = int(code[row]), int(position[row])
+            place, last_rank = self.placed.get(c, (self.ends[c], -1))
+            if rank != last_rank:  # members of one aggregate share their rank and their place
+                place += 1
+            self.placed[c] = (place, rank)
+            position[row] = place
+        return frame.with_columns(pl.Series("position", position, dtype=pl.Int64))
 
     def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
         """The stored copies no dump row matched (within `volumes` for a per-volume listing):
@@ -688,16 +736,37 @@ def _tuple_ids(ctid: pl.Series) -> np.ndarray:
     return (block << 16) | item
 
 
-def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]) -> _Known:
+def _known_copies(
+    cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int], ranked: bool = False
+) -> _Known:
     """The source's live copies, but those this dump's own files wrote already (uncommitted,
     so unseen by the columnar read on a connection of its own; loads are serialised, so what
-    it sees is the state this load started from)."""
-    query = sql.SQL(
-        "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
-        " from tapelens.tape_files"
-        " where source = {} and removed_at is null and ingest_run_id <> all({})"
-    ).format(sql.Literal(source), sql.Literal(run_ids))
-    text = query.as_string(cur)
+    it sees is the state this load started from). `ranked`: with each volume's last place."""
+    scope = sql.SQL("source = {} and ingest_run_id <> all({})").format(
+        sql.Literal(source), sql.Literal(run_ids)
+    )
+    text = (
+        sql.SQL(
+            "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
+            " from tapelens.tape_files where {} and removed_at is null"
+        )
+        .format(scope)
+        .as_string(cur)
+    )
+    ends_text = (
+        sql.SQL(
+            "select volume, max(position) as last from tapelens.tape_files where {} group by volume"
+        )
+        .format(scope)
+        .as_string(cur)
+    )
+
+    def ends() -> dict[str, int]:
+        return {
+            str(v): int(e)
+            for batch in read_batches(dsn, ends_text)
+            for v, e in batch.select("volume", "last").iter_rows()
+        }
 
     def read() -> Iterator[pl.DataFrame]:
         for batch in read_batches(dsn, text):
@@ -710,7 +779,7 @@ def _known_copies(cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int]
                 "ctid",
             )
 
-    return _Known(read)
+    return _Known(read, ends if ranked else None)
 
 
 def _copy_batches(
@@ -737,7 +806,7 @@ def _copy_batches(
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
     if kind == "catalog" and not direct and dump.known is None:
         # A newer dump: match its rows against the stored copies, send only what differs.
-        dump.known = _known_copies(cur, dump.dsn, options.source, dump.runs)
+        dump.known = _known_copies(cur, dump.dsn, options.source, dump.runs, fmt.listing_ranks)
     bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
     # The files of one dump share the transaction. A catalog's files share one stage, compared
@@ -951,10 +1020,11 @@ def _encoded_batches(
                         vols = {v for v in frame["volume"].unique().to_list() if v}
                     listed = frame.height
                     if fmt.kind == "catalog":
-                        digest = _digest(frame)
+                        digest = _digest(frame, fmt.listing_ranks)
                         frame = frame.with_columns(digest.alias("row_digest"))
                         if known is not None:
-                            frame = frame.filter(known.changed(frame, digest))
+                            keep, frame = known.changed(frame, digest, fmt.listing_ranks)
+                            frame = frame.filter(keep)
                     payload = _copy_text(frame.drop(LINE_NO))
                 if not put(out, (batch, payload, frame, vols, listed)):
                     return
@@ -1024,13 +1094,20 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
 
 
 def _apply_catalog(
-    cur: psycopg.Cursor, source: str, run_ids: list[int], gone: pl.DataFrame | None
+    cur: psycopg.Cursor,
+    source: str,
+    run_ids: list[int],
+    gone: pl.DataFrame | None,
+    keep_places: bool = False,
 ) -> None:
     """Bring the table to the dump: write the staged copies (new, or different from the stored
     ones: _Known sent only those) and retire `gone` (the stored copies no dump row matched).
     Unchanged copies keep their row and their run id, so a newer dump that changes 1% of a
     catalog writes 1% of it."""
-    values = [c for c in canonical.TAPE_FILES if c not in _KEY]
+    # A copy of a format whose positions are listing ranks keeps the place it has (_Known).
+    values = [
+        c for c in canonical.TAPE_FILES if c not in _KEY and not (keep_places and c in _RANKED)
+    ]
     # An exact size stays when a dump that prints sizes rounded (CTA's text table) lists the
     # copy again with a size its rounding allows: the exact figure is the better one.
     keep_exact = sql.SQL(
@@ -1112,7 +1189,7 @@ def _finish(
     removed = gone.height if gone is not None else 0
     if removed and not guard.allow:
         _check_shrink(source, removed, listed, guard, shown)
-    _apply_catalog(cur, source, run_ids, gone)
+    _apply_catalog(cur, source, run_ids, gone, fmt.listing_ranks)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
         "insert into tapelens.tapes"

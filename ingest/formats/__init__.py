@@ -28,6 +28,10 @@ class Format:
     # A function of the module run in the load's transaction after the upsert, as
     # fn(cursor, source, run_id) -> None (e.g. pairing mount events with earlier loads').
     after_load: str | None = None
+    # Positions are ranks in the listing, not places the system records (TSM): a copy gone
+    # from a later listing moves every later copy of its volume up one rank although nothing
+    # moved on the tape. A copy keeps the place it was first given; see ingest/load.py.
+    listing_ranks: bool = False
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
@@ -51,6 +55,7 @@ FORMATS: tuple[Format, ...] = (
         "parse",
         "tsm",
         help="TSM `select * from contents` (+ --archives FILE for write dates)",
+        listing_ranks=True,
     ),
     Format(
         "catalog",
@@ -60,6 +65,7 @@ FORMATS: tuple[Format, ...] = (
         "tsm",
         per_volume=True,
         help="TSM `query content VOL f=d`, one volume per file",
+        listing_ranks=True,
     ),
     Format("catalog", "cta-tf", "cta_tf", "parse", "cta", help="CTA `tf ls`, text or JSON"),
     Format(

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +15,7 @@ import psycopg
 import pytest
 
 from tapelens.errors import ParseError
+from tapelens.ingest.formats import FORMATS
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, _apply_catalog, ingest_file
 from tests.fixtures.fake_formats import FAKE_CATALOG
@@ -133,6 +135,63 @@ def test_a_retired_copy_is_found_by_its_tuple_id_only_while_it_is_the_row_read(
         assert retire(digest, "V00002L8") == 0
         assert retire(digest, volume) == 1
         conn.rollback()
+
+
+TSM = next(f for f in FORMATS if f.name == "tsm-contents")
+TSM_HEADER = (
+    "VOLUME_NAME,NODE_NAME,TYPE,FILESPACE_NAME,FILE_NAME,AGGREGATED,FILE_SIZE,SEGMENT,CACHED,"
+    "FILESPACE_ID,FILESPACE_HEXNAME,BITFILE_ID,OBJECT_ID"
+)
+
+
+def tsm_dump(folder: Path, files: list[tuple[int, int]]) -> tuple[Path, ParseOptions]:
+    """A TSM contents listing of volume VTS200L7 (files alone, in listing order: object id and
+    size) with its archives export."""
+    folder.mkdir()
+    contents = [TSM_HEADER] + [
+        f"VTS200L7,NODE,Arch,/pnfs,/d/f{o}.data,No,{size},1/1,No,7,/70,{o},{o}" for o, size in files
+    ]
+    archives = ["NODE_NAME,FILESPACE_NAME,HL_NAME,LL_NAME,OBJECT_ID,ARCHIVE_DATE,OWNER,DESCRIPTION"]
+    archives += [f"NODE,/pnfs,/d/,f{o}.data,{o},2024-01-0{o} 10:00:00.000000,x," for o, _ in files]
+    write(folder / "archives.csv", archives)
+    options = replace(OPTS, source="tsm", extra={"archives": str(folder / "archives.csv")})
+    return write(folder / "contents.csv", contents), options
+
+
+def test_a_tsm_copy_keeps_its_place_when_copies_before_it_leave_the_listing(
+    dsn: str, tmp_path: Path
+) -> None:
+    # TSM positions are ranks in the listing. A file deleted from the volume leaves its bytes
+    # on the tape, so the copies after it have not moved: they keep their places (also when
+    # another of their values changes), and a copy appended to the volume comes after them.
+    first, options = tsm_dump(tmp_path / "a", [(1, 100), (2, 100), (3, 100), (4, 100), (5, 100)])
+    ingest_file(dsn, TSM, first, options)
+    newer, options = tsm_dump(tmp_path / "b", [(1, 100), (2, 100), (4, 150), (5, 100), (6, 100)])
+    result = ingest_file(dsn, TSM, newer, options, guard=ShrinkGuard(allow=True))
+    assert (result.rows, result.removed) == (5, 1)
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "select path, position, size_bytes, removed_at is null from tapelens.tape_files"
+            " order by position"
+        ).fetchall()
+    assert rows == [
+        ("/pnfs/d/f1.data", 1, 100, True),
+        ("/pnfs/d/f2.data", 2, 100, True),
+        ("/pnfs/d/f3.data", 3, 100, False),
+        ("/pnfs/d/f4.data", 4, 150, True),
+        ("/pnfs/d/f5.data", 5, 100, True),
+        ("/pnfs/d/f6.data", 6, 100, True),
+    ]
+    # The last copy leaves; a later copy appended goes after its place, not onto it.
+    for name, files in (("c", [1, 2, 4, 5]), ("d", [1, 2, 4, 5, 7])):
+        dump, options = tsm_dump(tmp_path / name, [(o, 150 if o == 4 else 100) for o in files])
+        ingest_file(dsn, TSM, dump, options, guard=ShrinkGuard(allow=True))
+    with psycopg.connect(dsn) as conn:
+        places = conn.execute(
+            "select path, position, removed_at is null from tapelens.tape_files"
+            " where path like '%f6%' or path like '%f7%' order by position"
+        ).fetchall()
+    assert places == [("/pnfs/d/f6.data", 6, False), ("/pnfs/d/f7.data", 7, True)]
 
 
 def test_lenient_rejects_are_kept_with_their_reason(dsn: str, tmp_path: Path) -> None:
