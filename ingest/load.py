@@ -46,7 +46,7 @@ from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.frames import read_batches
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
-from tapelens.ingest.datasets import DatasetRules, with_datasets
+from tapelens.ingest.datasets import DatasetRules, derivation_key, with_datasets
 from tapelens.ingest.formats import Format
 from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject
 
@@ -108,10 +108,14 @@ def _materialised(path: str | Path) -> Iterator[Path]:
         yield Path(tmp.name)
 
 
-def _prepare(kind: str, frame: pl.DataFrame, rules: DatasetRules) -> pl.DataFrame:
-    """Fill what the loader derives (dataset fields, default identities), conform to the schema."""
+def _prepare(
+    kind: str, frame: pl.DataFrame, rules: DatasetRules, datasets: bool = True
+) -> pl.DataFrame:
+    """Fill what the loader derives (default identities; dataset fields unless `datasets` is
+    False), conform to the schema."""
     if kind == "catalog":
-        frame = with_datasets(frame, rules)
+        if datasets:
+            frame = with_datasets(frame, rules)
         fallback_id = pl.format(
             "{}:{}:{}",
             pl.col("volume"),
@@ -526,14 +530,20 @@ _DIGEST_SEED = 0x7A9E_1E45
 _RANKED = ("position", "offset_bytes")
 
 
-def _digest(frame: pl.DataFrame, ranked: bool = False) -> pl.Series:
+def _digest(frame: pl.DataFrame, rules: DatasetRules, ranked: bool = False) -> pl.Series:
     """Per row, a 64-bit digest of its canonical values (the key included; for a format whose
-    positions are listing ranks, the place left out)."""
+    positions are listing ranks, the place left out), taken before the dataset fields are
+    derived from the path: they follow from it and from the rules, which seed the digest."""
     return (
         frame.select([c for c in canonical.TAPE_FILES if not (ranked and c in _RANKED)])
-        .hash_rows(seed=_DIGEST_SEED)
+        .hash_rows(seed=_DIGEST_SEED ^ _rules_seed(rules))
         .reinterpret(signed=True)
     )
+
+
+def _rules_seed(rules: DatasetRules) -> int:
+    """A number that changes with the dataset rules and the default derivation."""
+    return int.from_bytes(hashlib.sha256(derivation_key(rules)).digest()[:4], "big")
 
 
 def _key_hashes(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -1006,8 +1016,10 @@ def _encoded_batches(
                 payload: bytes | memoryview = b""
                 frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), 0
                 if batch.frame.height:
+                    # A catalog's dataset fields are derived after the digest, for the rows sent.
+                    catalog = fmt.kind == "catalog"
                     frame, refused = refuse_unstorable(
-                        fmt.kind, _prepare(fmt.kind, batch.frame, rules)
+                        fmt.kind, _prepare(fmt.kind, batch.frame, rules, datasets=not catalog)
                     )
                     if refused:
                         if options.strict:
@@ -1019,12 +1031,13 @@ def _encoded_batches(
                     if "volume" in frame.columns:
                         vols = {v for v in frame["volume"].unique().to_list() if v}
                     listed = frame.height
-                    if fmt.kind == "catalog":
-                        digest = _digest(frame, fmt.listing_ranks)
+                    if catalog:
+                        digest = _digest(frame, rules, fmt.listing_ranks)
                         frame = frame.with_columns(digest.alias("row_digest"))
                         if known is not None:
                             keep, frame = known.changed(frame, digest, fmt.listing_ranks)
                             frame = frame.filter(keep)
+                        frame = with_datasets(frame, rules) if frame.height else frame
                     payload = _copy_text(frame.drop(LINE_NO))
                 if not put(out, (batch, payload, frame, vols, listed)):
                     return

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from tapelens.errors import ParseError
+from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import FORMATS
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, _apply_catalog, ingest_file
@@ -192,6 +193,38 @@ def test_a_tsm_copy_keeps_its_place_when_copies_before_it_leave_the_listing(
             " where path like '%f6%' or path like '%f7%' order by position"
         ).fetchall()
     assert places == [("/pnfs/d/f6.data", 6, False), ("/pnfs/d/f7.data", 7, True)]
+
+
+def test_a_newer_dump_derives_the_dataset_fields_again_under_new_rules(
+    dsn: str, tmp_path: Path
+) -> None:
+    # Digests are taken before the dataset fields are derived; the rules seed them. Under the
+    # same rules a newer dump writes only what changed; under new rules every copy it lists is
+    # written again with the fields the new rules give.
+    def written() -> list[tuple]:
+        with psycopg.connect(dsn) as conn:
+            return conn.execute(
+                "select path, dataset, ingest_run_id from tapelens.tape_files order by path"
+            ).fetchall()
+
+    lines = ["V00001L8 1 100 /x/run1/a", "V00001L8 2 100 /x/run1/b"]
+    first = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "a.txt", lines), OPTS)
+    lines.append("V00001L8 3 100 /x/run1/c")
+    second = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "b.txt", lines), OPTS)
+    assert [(p, r) for p, _, r in written()] == [
+        ("/x/run1/a", first.run_id),
+        ("/x/run1/b", first.run_id),
+        ("/x/run1/c", second.run_id),
+    ]
+    rule = DatasetRules(dataset=r"^/x/(?P<dataset>[^/]+)/")
+    lines.append("V00001L8 4 1 /x/z/d")
+    third = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "c.txt", lines), OPTS, rules=rule)
+    assert written() == [
+        ("/x/run1/a", "run1", third.run_id),
+        ("/x/run1/b", "run1", third.run_id),
+        ("/x/run1/c", "run1", third.run_id),
+        ("/x/z/d", "z", third.run_id),
+    ]
 
 
 def test_lenient_rejects_are_kept_with_their_reason(dsn: str, tmp_path: Path) -> None:
