@@ -49,26 +49,6 @@ MOUNT_PREFIXES: tuple[str, ...] = (
 UNKNOWN = "other"
 
 
-# What the default derivation depends on besides the path: catalog digests are taken before the
-# dataset fields are derived (ingest/load.py), so a change here must change the digests for a
-# newer dump to derive stored rows' fields again. Bump the version when the expressions change.
-DERIVATION_VERSION = 1
-
-
-def derivation_key(rules: DatasetRules) -> bytes:
-    """Bytes that change with the rules and with the default derivation."""
-    return repr(
-        (
-            DERIVATION_VERSION,
-            KNOWN_TYPES,
-            MOUNT_PREFIXES,
-            rules.dataset,
-            rules.dataset_type,
-            rules.experiment,
-        )
-    ).encode()
-
-
 @dataclass(frozen=True)
 class DatasetRules:
     dataset: str | None = None  # regex with group "dataset" applied to the path
@@ -101,6 +81,26 @@ class DatasetRules:
                 raise ConfigError(
                     setting, "the command line", f"a regex the engine cannot run ({why})"
                 ) from None
+
+
+# What the default derivation depends on besides the path: catalog digests are taken before the
+# dataset fields are derived (ingest/load.py), so a change here must change the digests for a
+# newer dump to derive stored rows' fields again. Bump the version when the expressions change.
+DERIVATION_VERSION = 1
+
+
+def derivation_key(rules: DatasetRules) -> bytes:
+    """Bytes that change with the rules and with the default derivation."""
+    return repr(
+        (
+            DERIVATION_VERSION,
+            KNOWN_TYPES,
+            MOUNT_PREFIXES,
+            rules.dataset,
+            rules.dataset_type,
+            rules.experiment,
+        )
+    ).encode()
 
 
 def _named_group(expr: pl.Expr, pattern: str, group: str) -> pl.Expr:
