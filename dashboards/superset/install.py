@@ -427,13 +427,18 @@ def ensure_viewer(home: SupersetHome, database_name: str) -> str | None:
     return password if made else None
 
 
-def viewer_password(home: SupersetHome) -> str:
+def _stored_password(path: Path, who: str) -> str:
+    """A generated password kept in the home (owner-only file)."""
     try:
-        return home.viewer_password_path.read_text().strip()
+        return path.read_text().strip()
     except FileNotFoundError:
         raise DashboardsError(
-            f"no viewer password in {home.viewer_password_path}; run: tapelens dashboards serve"
+            f"no {who} password in {path}; run: tapelens dashboards serve"
         ) from None
+
+
+def viewer_password(home: SupersetHome) -> str:
+    return _stored_password(home.viewer_password_path, "viewer")
 
 
 def _admin_exists(home: SupersetHome) -> bool:
@@ -447,9 +452,4 @@ def _admin_exists(home: SupersetHome) -> bool:
 
 
 def admin_password(home: SupersetHome) -> str:
-    try:
-        return home.admin_password_path.read_text().strip()
-    except FileNotFoundError:
-        raise DashboardsError(
-            f"no admin password in {home.admin_password_path}; run: tapelens dashboards serve"
-        ) from None
+    return _stored_password(home.admin_password_path, "admin")
