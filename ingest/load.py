@@ -43,7 +43,7 @@ from psycopg import sql
 
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
-from tapelens.frames import read_batches
+from tapelens.frames import read_batches, read_batches_together, read_frame
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, derivation_key, with_datasets
@@ -616,11 +616,14 @@ class _Known:
             )
         # One array at a time, its parts freed as it is joined and its unsorted copy as it is
         # sorted: the peak stays near one copy of the index, not three.
-        hashes = _joined(parts, "hash")
-        order = np.argsort(hashes, kind="stable")
-        self.hash = hashes[order]
+        # Polars sorts and gathers on all cores, where numpy's take one.
+        hashes = pl.Series(_joined(parts, "hash"))
+        order = hashes.arg_sort()
+        self.hash = hashes.gather(order).to_numpy()
         del hashes
-        sorted_arrays = {k: _joined(parts, k)[order] for k in list(parts)}
+        sorted_arrays = {
+            k: pl.Series(_joined(parts, k)).gather(order).to_numpy() for k in list(parts)
+        }
         self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
         self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
         self.tid = sorted_arrays["tid"]
@@ -746,6 +749,32 @@ def _tuple_ids(ctid: pl.Series) -> np.ndarray:
     return (block << 16) | item
 
 
+# Server processes that read the stored copies of a newer dump's source at once, each its part
+# of the catalog's chunks: the scan, not the client, bounds that read.
+KNOWN_READERS = 2
+
+
+def _chunk_parts(dsn: str, parts: int) -> list[list[tuple[str, str]]]:
+    """The catalog's chunks (schema, table) in up to `parts` parts of about equal size, largest
+    first into the smallest part. Read on a connection of its own, which sees committed chunks
+    only, like the read of the stored copies that follows."""
+    chunks = read_frame(
+        dsn,
+        "select chunk_schema::text as schema, chunk_name::text as name,"
+        " pg_relation_size(format('%I.%I', chunk_schema, chunk_name)::regclass) as bytes"
+        " from timescaledb_information.chunks"
+        " where hypertable_schema = 'tapelens' and hypertable_name = 'tape_files'"
+        " order by bytes desc, name",
+    )
+    split: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
+    sizes = [0] * parts
+    for schema, name, size in chunks.iter_rows():
+        i = sizes.index(min(sizes))
+        split[i].append((str(schema), str(name)))
+        sizes[i] += int(size)
+    return [p for p in split if p]
+
+
 def _known_copies(
     cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int], ranked: bool = False
 ) -> _Known:
@@ -755,14 +784,19 @@ def _known_copies(
     scope = sql.SQL("source = {} and ingest_run_id <> all({})").format(
         sql.Literal(source), sql.Literal(run_ids)
     )
-    text = (
-        sql.SQL(
-            "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
-            " from tapelens.tape_files where {} and removed_at is null"
+    # Per part of the chunks, one query: the parts are read at once by as many server processes.
+    texts = [
+        sql.SQL(" union all ")
+        .join(
+            sql.SQL(
+                "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
+                " from {} where {} and removed_at is null"
+            ).format(_ident(schema, name), scope)
+            for schema, name in part
         )
-        .format(scope)
         .as_string(cur)
-    )
+        for part in _chunk_parts(dsn, KNOWN_READERS)
+    ]
     ends_text = (
         sql.SQL(
             "select volume, max(position) as last from tapelens.tape_files where {} group by volume"
@@ -779,7 +813,7 @@ def _known_copies(
         }
 
     def read() -> Iterator[pl.DataFrame]:
-        for batch in read_batches(dsn, text):
+        for batch in read_batches_together(dsn, texts):
             yield batch.select(
                 pl.col("copy_id").cast(pl.String),
                 pl.col("written_at").dt.epoch("us").alias("written_at_us"),

@@ -9,9 +9,11 @@ seconds (`extract(epoch from ...)`) and become UTC datetimes here, in `epoch_utc
 from __future__ import annotations
 
 import io
+import queue
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import psycopg
@@ -61,6 +63,59 @@ def read_batches(dsn: str, query: str) -> Iterator[pl.DataFrame]:
             frame = pl.from_arrow(batch)
             assert isinstance(frame, pl.DataFrame)
             yield frame
+
+
+def read_batches_together(dsn: str, queries: Sequence[str]) -> Iterator[pl.DataFrame]:
+    """The rows of several queries, each run on a connection of its own at the same time, in
+    record batches as they arrive (in no set order): a scan split in parts (a hypertable's
+    chunks, say) is read by as many server processes, where one query is read by one."""
+    if len(queries) <= 1:
+        for query in queries:
+            yield from read_batches(dsn, query)
+        return
+    arrived: queue.Queue[object] = queue.Queue(maxsize=2 * len(queries))
+    stop = threading.Event()
+    done = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                arrived.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run(query: str) -> None:
+        try:
+            for frame in read_batches(dsn, query):
+                if not put(frame):
+                    return
+            put(done)
+        except BaseException as exc:  # noqa: BLE001 - raised in the reading thread
+            put(exc)
+
+    readers = [
+        threading.Thread(target=run, args=(q,), name=f"tapelens-read-{i}", daemon=True)
+        for i, q in enumerate(queries)
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        left = len(readers)
+        while left:
+            item = arrived.get()
+            if item is done:
+                left -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield cast(pl.DataFrame, item)
+    finally:
+        stop.set()
+        for reader in readers:
+            if reader is not threading.current_thread():
+                reader.join(timeout=10)
 
 
 def copy_frame(

@@ -18,7 +18,7 @@ from tapelens.errors import ParseError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import FORMATS
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import ShrinkGuard, _apply_catalog, ingest_file
+from tapelens.ingest.load import ShrinkGuard, _apply_catalog, _chunk_parts, ingest_file
 from tests.fixtures.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
@@ -403,3 +403,21 @@ def test_a_newer_dump_writes_only_what_changed(dsn: str, tmp_path: Path) -> None
     three = ingest_file(dsn, FAKE_CATALOG, write(tmp_path / "3.txt", first), OPTS)
     assert three.removed == 1
     assert [c[2] for c in copies(dsn) if c[6]] == [100] * 10
+
+
+def test_the_catalog_chunks_are_split_by_size(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # Copies written in five half-years: five chunks, the first the largest.
+        for k, n in enumerate((500, 100, 100, 100, 100)):
+            conn.execute(
+                "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
+                " dataset_type, experiment, size_bytes, volume, position, written_at,"
+                " ingest_run_id) select 'hpss', %s || ':' || g, 'f' || g, '/p/' || g, 'd', 't',"
+                " 'e', 1, 'V' || %s, g, timestamptz '2020-01-01' + %s * interval '200 days', 1"
+                " from generate_series(1, %s) g",
+                [str(k), str(k), k, n * 100],
+            )
+    parts = _chunk_parts(dsn, 2)
+    assert sorted(len(p) for p in parts) == [1, 4]  # the big chunk alone, the four small ones
+    assert len({c for p in parts for c in p}) == 5
+    assert _chunk_parts(dsn, 8) and len(_chunk_parts(dsn, 8)) == 5
