@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -582,10 +583,13 @@ class _Known:
         self, read: Callable[[], Iterator[pl.DataFrame]], ends: Callable[[], dict[str, int]] | None
     ) -> None:
         try:
-            self._index(read())
-            # Per volume, the last place any stored copy has (retired ones included).
-            last = ends() if ends is not None else {}
-            self.ends = {c: last.get(v, 0) for v, c in self.volume_names.items()}
+            # Per volume, the last place any stored copy has (retired ones included): a scan of
+            # its own, on a connection of its own while the stored copies are read.
+            with ThreadPoolExecutor(1, thread_name_prefix="tapelens-ends") as pool:
+                last = pool.submit(ends) if ends is not None else None
+                self._index(read())
+                found = last.result() if last is not None else {}
+            self.ends = {c: found.get(v, 0) for v, c in self.volume_names.items()}
         except BaseException as exc:  # noqa: BLE001 - raised where the copies are needed
             self._error = exc
         finally:
@@ -651,7 +655,7 @@ class _Known:
         probe = frame.select("copy_id", pl.col("written_at").dt.epoch("us").alias("written_at_us"))
         first, second = _key_hashes(probe)
         n = len(self.hash)
-        at = np.minimum(np.searchsorted(self.hash, first), max(n - 1, 0))
+        at = np.minimum(_sorted_search(self.hash, first), max(n - 1, 0))
         match = (self.hash[at] == first) & (self.check[at] == second) if n else first != first
         if self.shared:
             for row in np.flatnonzero(~match).tolist():
@@ -709,6 +713,17 @@ class _Known:
             },
             schema={"chunk": pl.Int64, "tid": pl.String, "digest": pl.Int64, "volume": pl.String},
         )
+
+
+def _sorted_search(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """np.searchsorted(table, keys), with the keys looked up in ascending order: each search
+    then starts where the last one ended and walks memory forwards. On a table of millions
+    that is several times faster than searching in the keys' own order, which misses the
+    cache at every step."""
+    order = np.argsort(keys)
+    at = np.empty(len(keys), dtype=np.intp)
+    at[order] = np.searchsorted(table, keys[order])
+    return at
 
 
 def _joined(parts: dict[str, list[np.ndarray]], key: str) -> np.ndarray:
