@@ -619,8 +619,8 @@ class _Known:
                 stored["volume"].replace_strict(volumes, return_dtype=pl.UInt32).to_numpy()
             )
         # One array at a time, its parts freed as it is joined and its unsorted copy as it is
-        # sorted: the peak stays near one copy of the index, not three.
-        # Polars sorts and gathers on all cores, where numpy's take one.
+        # sorted: the peak stays near one copy of the index, not three. Polars sorts and
+        # gathers on all cores, where numpy takes one.
         hashes = pl.Series(_joined(parts, "hash"))
         order = hashes.arg_sort()
         self.hash = hashes.gather(order).to_numpy()
