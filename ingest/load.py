@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import queue
 import shutil
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from psycopg import sql
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.frames import read_batches, read_batches_together, read_frame
+from tapelens.handoff import DONE, Handoff
 from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, derivation_key, with_datasets
@@ -999,7 +999,6 @@ def _copy_rows(
 
 
 _Encoded = tuple[Batch, bytes | memoryview, pl.DataFrame, set[str], int]
-_DONE = object()
 PIPELINE_DEPTH = 2  # batches parsed ahead of the COPY: bounds memory to a few batches
 
 
@@ -1019,27 +1018,8 @@ def _encoded_batches(
     comes with its rows (and their line numbers) for a careful COPY, and how many rows the
     batch listed: of a newer catalog dump (`known`), only new or changed rows are sent.
     """
-    parsed: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
-    out: queue.Queue[object] = queue.Queue(maxsize=PIPELINE_DEPTH)
-    stop = threading.Event()
-
-    def put(into: queue.Queue[object], item: object) -> bool:
-        """Hand `item` on, unless the load stopped meanwhile (then False)."""
-        while not stop.is_set():
-            try:
-                into.put(item, timeout=0.5)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def take() -> object:
-        while not stop.is_set():
-            try:
-                return parsed.get(timeout=0.5)
-            except queue.Empty:
-                continue
-        return _DONE
+    parsed = Handoff(PIPELINE_DEPTH)
+    out = Handoff(PIPELINE_DEPTH, parsed.stop)  # one stop ends both stages
 
     # Two stages in threads of their own: one parses, the other checks, matches and encodes
     # the batch before, so that on two cores neither waits for the other.
@@ -1048,18 +1028,18 @@ def _encoded_batches(
             parse = fmt.parser()
             opts = replace(options, extra={**options.extra, "display_name": shown})
             for batch in parse(real, options=opts):
-                if not put(parsed, batch):
+                if not parsed.put(batch):
                     return
-            put(parsed, _DONE)
+            parsed.put(DONE)
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
-            put(parsed, exc)
+            parsed.put(exc)
 
     def produce() -> None:
         try:
             while True:
-                item = take()
-                if item is _DONE or isinstance(item, BaseException):
-                    put(out, item)
+                item = parsed.get()
+                if item is DONE or isinstance(item, BaseException):
+                    out.put(item)
                     return
                 batch = cast(Batch, item)
                 payload: bytes | memoryview = b""
@@ -1088,32 +1068,17 @@ def _encoded_batches(
                             frame = frame.filter(keep)
                         frame = with_datasets(frame, rules) if frame.height else frame
                     payload = _copy_text(frame.drop(LINE_NO))
-                if not put(out, (batch, payload, frame, vols, listed)):
+                if not out.put((batch, payload, frame, vols, listed)):
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
-            put(out, exc)
+            out.put(exc)
 
     workers = [
         threading.Thread(target=parse_all, name="tapelens-parse", daemon=True),
         threading.Thread(target=produce, name="tapelens-encode", daemon=True),
     ]
-    for worker in workers:
-        worker.start()
-    try:
-        while True:
-            item = out.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield cast(_Encoded, item)
-    finally:
-        stop.set()
-        # A generator dropped unfinished may be closed by the garbage collector on one of its
-        # own workers, which cannot wait for itself.
-        for worker in workers:
-            if worker is not threading.current_thread():
-                worker.join(timeout=10)
+    for item in out.drain(workers):
+        yield cast(_Encoded, item)
 
 
 def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> int:

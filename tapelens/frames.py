@@ -9,7 +9,6 @@ seconds (`extract(epoch from ...)`) and become UTC datetimes here, in `epoch_utc
 from __future__ import annotations
 
 import io
-import queue
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from psycopg import sql
 
 from tapelens.db import redact
 from tapelens.errors import DatabaseError, DatabaseUnavailable
+from tapelens.handoff import DONE, Handoff
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -73,49 +73,23 @@ def read_batches_together(dsn: str, queries: Sequence[str]) -> Iterator[pl.DataF
         for query in queries:
             yield from read_batches(dsn, query)
         return
-    arrived: queue.Queue[object] = queue.Queue(maxsize=2 * len(queries))
-    stop = threading.Event()
-    done = object()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                arrived.put(item, timeout=0.5)
-                return True
-            except queue.Full:
-                continue
-        return False
+    arrived = Handoff(2 * len(queries))
 
     def run(query: str) -> None:
         try:
             for frame in read_batches(dsn, query):
-                if not put(frame):
+                if not arrived.put(frame):
                     return
-            put(done)
+            arrived.put(DONE)
         except BaseException as exc:  # noqa: BLE001 - raised in the reading thread
-            put(exc)
+            arrived.put(exc)
 
     readers = [
         threading.Thread(target=run, args=(q,), name=f"tapelens-read-{i}", daemon=True)
         for i, q in enumerate(queries)
     ]
-    for reader in readers:
-        reader.start()
-    try:
-        left = len(readers)
-        while left:
-            item = arrived.get()
-            if item is done:
-                left -= 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield cast(pl.DataFrame, item)
-    finally:
-        stop.set()
-        for reader in readers:
-            if reader is not threading.current_thread():
-                reader.join(timeout=10)
+    for item in arrived.drain(readers, ends=len(readers)):
+        yield cast(pl.DataFrame, item)
 
 
 def copy_frame(
