@@ -49,7 +49,7 @@ from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, derivation_key, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject
+from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject, aggregate_at
 
 
 class Progress(Protocol):
@@ -527,8 +527,9 @@ CATALOG_EXTRA = ("ingest_run_id", "row_digest")
 _DIGEST_SEED = 0x7A9E_1E45
 
 
-# What a listing's ranks say of a copy's place (Format.listing_ranks): not compared, not updated.
-_RANKED = ("position", "offset_bytes")
+# What a listing's ranks say of a copy's place (Format.listing_ranks), the name of the
+# aggregate there included: not compared, not updated.
+_RANKED = ("position", "offset_bytes", "aggregate_id")
 
 
 def _digest(frame: pl.DataFrame, rules: DatasetRules, ranked: bool = False) -> pl.Series:
@@ -689,7 +690,15 @@ class _Known:
                 place += 1
             self.placed[c] = (place, rank)
             position[row] = place
-        return frame.with_columns(pl.Series("position", position, dtype=pl.Int64))
+        # A new member of an aggregate takes the name of its place (a stored copy keeps its own).
+        moved = np.zeros(frame.height, dtype=bool)
+        moved[new] = True
+        return frame.with_columns(pl.Series("position", position, dtype=pl.Int64)).with_columns(
+            pl.when(pl.Series(moved) & pl.col("aggregate_id").is_not_null())
+            .then(aggregate_at(pl.col("volume"), pl.col("position")))
+            .otherwise(pl.col("aggregate_id"))
+            .alias("aggregate_id")
+        )
 
     def unlisted(self, volumes: list[str] | None) -> pl.DataFrame:
         """The stored copies no dump row matched (within `volumes` for a per-volume listing):

@@ -62,6 +62,13 @@ BATCH_ROWS = 200_000
 LINE_NO = "line_no"
 
 
+def aggregate_at(volume: pl.Expr, position: pl.Expr) -> pl.Expr:
+    """The name of the aggregate at a place on a volume, where the system gives it none:
+    "volume:position". It names a place, so where a copy keeps its place against a later
+    listing's ranks (Format.listing_ranks) it keeps this name too."""
+    return pl.concat_str([volume, pl.lit(":"), position.cast(pl.String)])
+
+
 @dataclass
 class Batch:
     frame: pl.DataFrame

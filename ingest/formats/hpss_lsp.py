@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 from tapelens.ingest.canonical import TAPE_FILES, conform
-from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
+from tapelens.ingest.formats.base import Batch, ParseOptions, Reject, aggregate_at
 from tapelens.ingest.formats.blocks import (
     Block,
     BlockReader,
@@ -317,9 +317,7 @@ def _rows(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     offset = pl.col("offset_bytes")
     place = pl.col("place")
     rows = frame.with_columns(
-        pl.concat_str([pl.col("volume"), pl.lit(":"), pl.col("section").cast(pl.String)]).alias(
-            "place"
-        )
+        aggregate_at(pl.col("volume"), pl.col("section")).alias("place")
     ).select(
         pl.lit(source, pl.String).alias("source"),
         pl.concat_str(

@@ -22,7 +22,7 @@ import polars as pl
 
 from tapelens.errors import ConfigError, ParseError
 from tapelens.ingest.canonical import conform_with_lines
-from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject
+from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject, aggregate_at
 from tapelens.ingest.formats.blocks import (
     REFUSED,
     Block,
@@ -126,7 +126,7 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
 
 def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:
     """Canonical rows from volume, path, size_bytes, position, offset_bytes, written_at."""
-    place = pl.concat_str([pl.col("volume"), pl.lit(":"), pl.col("position").cast(pl.String)])
+    place = aggregate_at(pl.col("volume"), pl.col("position"))
     return conform_with_lines(
         "catalog",
         frame.select(

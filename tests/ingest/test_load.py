@@ -151,12 +151,16 @@ TSM_HEADER = (
 )
 
 
-def tsm_dump(folder: Path, files: list[tuple[int, int]]) -> tuple[Path, ParseOptions]:
-    """A TSM contents listing of volume VTS200L7 (files alone, in listing order: object id and
-    size) with its archives export."""
+def tsm_dump(
+    folder: Path, files: list[tuple[int, int]], aggregated: dict[int, str] | None = None
+) -> tuple[Path, ParseOptions]:
+    """A TSM contents listing of volume VTS200L7 (in listing order: object id and size; alone
+    unless `aggregated` gives the object's "i/n" in an aggregate) with its archives export."""
     folder.mkdir()
+    member = aggregated or {}
     contents = [TSM_HEADER] + [
-        f"VTS200L7,NODE,Arch,/pnfs,/d/f{o}.data,No,{size},1/1,No,7,/70,{o},{o}" for o, size in files
+        f"VTS200L7,NODE,Arch,/pnfs,/d/f{o}.data,{member.get(o, 'No')},{size},1/1,No,7,/70,{o},{o}"
+        for o, size in files
     ]
     archives = ["NODE_NAME,FILESPACE_NAME,HL_NAME,LL_NAME,OBJECT_ID,ARCHIVE_DATE,OWNER,DESCRIPTION"]
     archives += [f"NODE,/pnfs,/d/,f{o}.data,{o},2024-01-0{o} 10:00:00.000000,x," for o, _ in files]
@@ -199,6 +203,34 @@ def test_a_tsm_copy_keeps_its_place_when_copies_before_it_leave_the_listing(
             " where path like '%f6%' or path like '%f7%' order by position"
         ).fetchall()
     assert places == [("/pnfs/d/f6.data", 6, False), ("/pnfs/d/f7.data", 7, True)]
+
+
+def test_a_tsm_aggregate_keeps_the_name_of_its_place(dsn: str, tmp_path: Path) -> None:
+    # An aggregate's name is its place ("volume:position"). When a file before it leaves the
+    # listing, the aggregate keeps its place and its name, also when a member's size changes;
+    # an aggregate appended after it is named after the place it is given.
+    first, options = tsm_dump(
+        tmp_path / "a", [(1, 100), (2, 100), (3, 100), (4, 100)], {2: "1/2", 3: "2/2"}
+    )
+    ingest_file(dsn, TSM, first, options)
+    newer, options = tsm_dump(
+        tmp_path / "b",
+        [(2, 100), (3, 120), (4, 100), (5, 10), (6, 10)],
+        {2: "1/2", 3: "2/2", 5: "1/2", 6: "2/2"},
+    )
+    ingest_file(dsn, TSM, newer, options, guard=ShrinkGuard(allow=True))
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "select path, position, offset_bytes, aggregate_id, size_bytes"
+            " from tapelens.tape_files where removed_at is null order by position, offset_bytes"
+        ).fetchall()
+    assert rows == [
+        ("/pnfs/d/f2.data", 2, 0, "VTS200L7:2", 100),
+        ("/pnfs/d/f3.data", 2, 100, "VTS200L7:2", 120),
+        ("/pnfs/d/f4.data", 3, None, None, 100),
+        ("/pnfs/d/f5.data", 4, 0, "VTS200L7:4", 10),
+        ("/pnfs/d/f6.data", 4, 10, "VTS200L7:4", 10),
+    ]
 
 
 def test_a_newer_dump_derives_the_dataset_fields_again_under_new_rules(

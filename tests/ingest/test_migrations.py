@@ -85,3 +85,30 @@ def test_refuses_a_database_where_timescaledb_cannot_be_had(empty_dsn: str) -> N
     finally:
         with psycopg.connect(empty_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def test_tsm_aggregate_members_are_named_after_their_place_again(dsn: str) -> None:
+    # Migration 016: a TSM aggregate member named after a later rank gets its place's name;
+    # other systems' aggregate names (Enstore's package ids) stay as they are.
+    fix = next(m for m in available() if m.version == 16)
+    with psycopg.connect(dsn) as conn:
+        for run_id, fmt in ((1, "tsm-contents"), (2, "enstore-list")):
+            conn.execute(
+                "insert into tapelens.ingest_runs (run_id, kind, format, source, path, sha256,"
+                " status) overriding system value values (%s, 'catalog', %s, 's', 'p', %s,"
+                " 'loaded')",
+                [run_id, fmt, str(run_id)],
+            )
+        for copy_id, run_id, aggregate in (("a", 1, "VTS200L7:1"), ("b", 2, "PKG001")):
+            conn.execute(
+                "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
+                " dataset_type, experiment, size_bytes, volume, position, offset_bytes,"
+                " aggregate_id, written_at, ingest_run_id) values ('s', %s, %s, %s, 'd', 't',"
+                " 'e', 1, 'VTS200L7', 2, 0, %s, '2024-01-01', %s)",
+                [copy_id, copy_id, copy_id, aggregate, run_id],
+            )
+        conn.execute(fix.sql)
+        names = conn.execute(
+            "select copy_id, aggregate_id from tapelens.tape_files order by copy_id"
+        ).fetchall()
+    assert names == [("a", "VTS200L7:2"), ("b", "PKG001")]
