@@ -260,11 +260,18 @@ def _bulk_worthwhile(conn: psycopg.Connection, total_bytes: int) -> bool:
     return row is not None and int(row[0]) < bound
 
 
-def _drop_indexes(cur: psycopg.Cursor) -> list[tuple[str, str]]:
-    """Drop the catalog table's indexes (inside the load's transaction); their definitions."""
+# The catalog's index of the copies whose file id is not their path (migration 013).
+FILE_ID_INDEX = "tape_files_file_id"
+
+
+def _drop_indexes(cur: psycopg.Cursor, keep: set[str]) -> list[tuple[str, str]]:
+    """Drop the catalog table's indexes but `keep` (inside the load's transaction); their
+    definitions."""
     indexes = cur.execute(
         "select indexname, indexdef from pg_indexes"
-        " where schemaname = 'tapelens' and tablename = 'tape_files' order by indexname"
+        " where schemaname = 'tapelens' and tablename = 'tape_files' and indexname <> all(%s)"
+        " order by indexname",
+        [sorted(keep)],
     ).fetchall()
     for name, _ in indexes:
         cur.execute(sql.SQL("drop index {}").format(_ident("tapelens", name)))
@@ -914,7 +921,9 @@ def _copy_batches(
     try:
         if not bulk:
             return stream(target, direct, False)
-        indexes = _drop_indexes(cur)
+        # An index none of the file's rows enters costs nothing to keep, where building it
+        # again would read the whole table.
+        indexes = _drop_indexes(cur, {FILE_ID_INDEX} if fmt.file_id_is_path else set())
         streamed = stream(target, direct, False)
         _build_indexes(cur, indexes, progress, streamed[0])
         return streamed

@@ -32,6 +32,10 @@ class Format:
     # from a later listing moves every later copy of its volume up one rank although nothing
     # moved on the tape. A copy keeps the place it was first given; see ingest/load.py.
     listing_ranks: bool = False
+    # The system has no file identity of its own: every copy's file_id is its path (HPSS,
+    # Enstore). The catalog's file-id index holds only copies whose id differs, so none of
+    # this format's rows enters it (ingest/load.py keeps it during a bulk load).
+    file_id_is_path: bool = False
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
@@ -47,7 +51,15 @@ class Format:
 
 
 FORMATS: tuple[Format, ...] = (
-    Format("catalog", "hpss-lsp", "hpss_lsp", "parse", "hpss", help="HPSS `hsi ls -P` listing"),
+    Format(
+        "catalog",
+        "hpss-lsp",
+        "hpss_lsp",
+        "parse",
+        "hpss",
+        help="HPSS `hsi ls -P` listing",
+        file_id_is_path=True,
+    ),
     Format(
         "catalog",
         "tsm-contents",
@@ -76,6 +88,7 @@ FORMATS: tuple[Format, ...] = (
         "enstore",
         per_volume=True,
         help="Enstore `info --list VOL`",
+        file_id_is_path=True,
     ),
     Format(
         "catalog",

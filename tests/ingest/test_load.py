@@ -405,6 +405,40 @@ def test_names_with_backslashes_tabs_and_null_markers_load_as_written(
     assert indexes(dsn) == before
 
 
+def index_ids(dsn: str) -> dict[str, int]:
+    with psycopg.connect(dsn) as conn:
+        return {
+            str(name): int(oid)
+            for name, oid in conn.execute(
+                "select c.relname, i.indexrelid::bigint from pg_index i"
+                " join pg_class c on c.oid = i.indexrelid"
+                " where i.indrelid = 'tapelens.tape_files'::regclass"
+            )
+        }
+
+
+@pytest.mark.parametrize(
+    ("fmt", "source", "kept"), [("hpss-lsp", "ls-P.txt", True), ("cta-tf", "cta-tf-ls.txt", False)]
+)
+def test_a_first_load_keeps_the_index_none_of_its_rows_enters(
+    dsn: str, fmt: str, source: str, kept: bool
+) -> None:
+    # HPSS copies' file id is their path: the file-id index (copies whose id differs) gets
+    # none of them, and is kept through the load instead of built again by a full scan; CTA's
+    # archive ids go into it, and it is built again like the others (new objects, the same
+    # definitions).
+    from tapelens.ingest.formats import lookup
+
+    before, definitions = index_ids(dsn), indexes(dsn)
+    data = Path(__file__).resolve().parents[1] / "data" / "catalog" / source
+    assert ingest_file(dsn, lookup("catalog", fmt), data, ParseOptions(source="s")).rows
+    after = index_ids(dsn)
+    assert (after["tape_files_file_id"] == before["tape_files_file_id"]) is kept
+    rebuilt = [n for n in before if n != "tape_files_file_id"]
+    assert all(after[n] != before[n] for n in rebuilt)
+    assert indexes(dsn) == definitions
+
+
 def test_a_failed_first_load_keeps_the_indexes(dsn: str, tmp_path: Path) -> None:
     before = indexes(dsn)
     f = write(tmp_path / "bad.txt", ["V00001L8 1 100 /x/d/a", "V00001L8 x 100 /x/d/b"])
