@@ -35,12 +35,17 @@ def write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def copies(dsn: str) -> list[tuple]:
+def stored(dsn: str, query: str) -> list[tuple]:
     with psycopg.connect(dsn) as conn:
-        return conn.execute(
-            "select volume, position, size_bytes, path, dataset, dataset_type, removed_at is null"
-            " from tapelens.tape_files order by volume, position"
-        ).fetchall()
+        return conn.execute(query).fetchall()
+
+
+def copies(dsn: str) -> list[tuple]:
+    return stored(
+        dsn,
+        "select volume, position, size_bytes, path, dataset, dataset_type, removed_at is null"
+        " from tapelens.tape_files order by volume, position",
+    )
 
 
 def test_load_derives_datasets_and_registers_tapes(dsn: str, tmp_path: Path) -> None:
@@ -197,11 +202,11 @@ def test_a_tsm_copy_keeps_its_place_when_copies_before_it_leave_the_listing(
     for name, files in (("c", [1, 2, 4, 5]), ("d", [1, 2, 4, 5, 7])):
         dump, options = tsm_dump(tmp_path / name, [(o, 150 if o == 4 else 100) for o in files])
         ingest_file(dsn, TSM, dump, options, guard=ShrinkGuard(allow=True))
-    with psycopg.connect(dsn) as conn:
-        places = conn.execute(
-            "select path, position, removed_at is null from tapelens.tape_files"
-            " where path like '%f6%' or path like '%f7%' order by position"
-        ).fetchall()
+    places = stored(
+        dsn,
+        "select path, position, removed_at is null from tapelens.tape_files"
+        " where path like '%f6%' or path like '%f7%' order by position",
+    )
     assert places == [("/pnfs/d/f6.data", 6, False), ("/pnfs/d/f7.data", 7, True)]
 
 
@@ -219,11 +224,11 @@ def test_a_tsm_aggregate_keeps_the_name_of_its_place(dsn: str, tmp_path: Path) -
         {2: "1/2", 3: "2/2", 5: "1/2", 6: "2/2"},
     )
     ingest_file(dsn, TSM, newer, options, guard=ShrinkGuard(allow=True))
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "select path, position, offset_bytes, aggregate_id, size_bytes"
-            " from tapelens.tape_files where removed_at is null order by position, offset_bytes"
-        ).fetchall()
+    rows = stored(
+        dsn,
+        "select path, position, offset_bytes, aggregate_id, size_bytes"
+        " from tapelens.tape_files where removed_at is null order by position, offset_bytes",
+    )
     assert rows == [
         ("/pnfs/d/f2.data", 2, 0, "VTS200L7:2", 100),
         ("/pnfs/d/f3.data", 2, 100, "VTS200L7:2", 120),
