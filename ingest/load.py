@@ -41,6 +41,7 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
+from tapelens.arrays import sorted_search
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.frames import read_batches, read_batches_together, read_frame
@@ -663,7 +664,7 @@ class _Known:
         probe = frame.select("copy_id", pl.col("written_at").dt.epoch("us").alias("written_at_us"))
         first, second = _key_hashes(probe)
         n = len(self.hash)
-        at = np.minimum(_sorted_search(self.hash, first), max(n - 1, 0))
+        at = np.minimum(sorted_search(self.hash, first), max(n - 1, 0))
         match = (self.hash[at] == first) & (self.check[at] == second) if n else first != first
         if self.shared:
             for row in np.flatnonzero(~match).tolist():
@@ -729,17 +730,6 @@ class _Known:
             },
             schema={"chunk": pl.Int64, "tid": pl.String, "digest": pl.Int64, "volume": pl.String},
         )
-
-
-def _sorted_search(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """np.searchsorted(table, keys), with the keys looked up in ascending order: each search
-    then starts where the last one ended and walks memory forwards. On a table of millions
-    that is several times faster than searching in the keys' own order, which misses the
-    cache at every step."""
-    order = np.argsort(keys)
-    at = np.empty(len(keys), dtype=np.intp)
-    at[order] = np.searchsorted(table, keys[order])
-    return at
 
 
 def _joined(parts: dict[str, list[np.ndarray]], key: str) -> np.ndarray:

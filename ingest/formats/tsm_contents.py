@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from tapelens.arrays import sorted_search
 from tapelens.errors import ConfigError, ParseError
 from tapelens.ingest.canonical import conform_with_lines
 from tapelens.ingest.formats.base import BATCH_ROWS, Batch, ParseOptions, Reject, aggregate_at
@@ -345,7 +346,7 @@ class Archives:
         found = np.zeros(objects.size, dtype=bool)
         dates = np.zeros(objects.size, dtype=np.int64)
         if self.ids.size and objects.size:
-            idx = np.minimum(np.searchsorted(self.ids, objects), self.ids.size - 1)
+            idx = np.minimum(sorted_search(self.ids, objects), self.ids.size - 1)
             found = self.ids[idx] == objects
             dates = np.where(found, self.dates_us[idx], 0)
         frame = frame.with_columns(

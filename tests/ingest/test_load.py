@@ -22,7 +22,6 @@ from tapelens.ingest.load import (
     ShrinkGuard,
     _apply_catalog,
     _chunk_parts,
-    _sorted_search,
     ingest_file,
 )
 from tests.fixtures.fake_formats import FAKE_CATALOG
@@ -498,13 +497,3 @@ def test_the_catalog_chunks_are_split_by_size(dsn: str) -> None:
     assert sorted(len(p) for p in parts) == [1, 4]  # the big chunk alone, the four small ones
     assert len({c for p in parts for c in p}) == 5
     assert _chunk_parts(dsn, 8) and len(_chunk_parts(dsn, 8)) == 5
-
-
-@pytest.mark.parametrize("size", [0, 1, 7, 10_000])
-def test_a_search_in_key_order_finds_what_a_plain_search_finds(size: int) -> None:
-    import numpy as np
-
-    rng = np.random.default_rng(size)
-    table = np.sort(rng.integers(0, 500, size, dtype=np.uint64))  # repeated keys among them
-    keys = rng.integers(0, 520, 3_000, dtype=np.uint64)  # some beyond the last key
-    assert (_sorted_search(table, keys) == np.searchsorted(table, keys)).all()
