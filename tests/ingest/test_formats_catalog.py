@@ -716,3 +716,36 @@ def test_corrupt_compressed_input_is_one_clear_error(tmp_path: Path) -> None:
     path.write_bytes(packed[: len(packed) // 2])  # a dump cut off in the middle
     with pytest.raises(InputError, match=r"listing\.gz:\d+: cannot read"):
         list(hpss_lsp.parse(path, options=ParseOptions(source="t")))
+
+
+def test_tsm_archives_read_in_blocks_at_once_keep_the_columns_of_each_header(
+    tmp_path: Path,
+) -> None:
+    # Two exports run together: the second's header puts ARCHIVE_DATE before OBJECT_ID. The
+    # blocks are parsed two at a time, each under the columns known when it was handed out;
+    # the blocks after the second header must be read under its columns, like a line-by-line
+    # reading does. An object listed twice keeps its first date.
+    from tapelens.ingest.formats.tsm_contents import Archives
+
+    def line(oid: int, cols: str) -> str:
+        date = f"2024-02-{1 + oid % 28:02d} 10:{oid % 60:02d}:00.000000"
+        if cols == "first":
+            return f"NODE,/pnfs,/d/,f{oid},{oid},{date},owner,"
+        return f"NODE,/pnfs,{date},/d/,f{oid},{oid},owner,"
+
+    lines = ["NODE_NAME,FILESPACE_NAME,HL_NAME,LL_NAME,OBJECT_ID,ARCHIVE_DATE,OWNER,DESCRIPTION"]
+    lines += [line(o, "first") for o in range(1, 1500)]
+    lines += ["NODE_NAME,FILESPACE_NAME,ARCHIVE_DATE,HL_NAME,LL_NAME,OBJECT_ID,OWNER,DESCRIPTION"]
+    lines += [line(o, "second") for o in range(1500, 3000)]
+    lines += [line(7, "second").replace("2024-02", "2025-03")]  # a later date for object 7
+    path = tmp_path / "archives.csv"
+    path.write_text("\n".join(lines) + "\n")
+
+    at_once = Archives.read(path, block_bytes=4096)  # about 60 blocks
+    one_by_one = Archives.read(path, by_blocks=False, block_bytes=4096)
+    assert at_once.ids.tolist() == one_by_one.ids.tolist() == list(range(1, 3000))
+    assert at_once.dates_us.tolist() == one_by_one.dates_us.tolist()
+    seven = datetime(2024, 2, 8, 10, 7, tzinfo=UTC)
+    assert at_once.dates_us[6] == int(seven.timestamp() * 1_000_000)
+    late = datetime(2024, 2, 1 + 2999 % 28, 10, 2999 % 60, tzinfo=UTC)
+    assert at_once.dates_us[-1] == int(late.timestamp() * 1_000_000)
