@@ -14,9 +14,7 @@ Dumps run to millions of lines: runs of plain lines are read a block at a time w
 from __future__ import annotations
 
 import csv
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -310,9 +308,6 @@ def split_fields(text: str, sep: str, expected: int, free: int) -> list[str] | s
     return fields
 
 
-ARCHIVE_THREADS = 2  # blocks of the archives export parsed at once
-
-
 class Archives:
     """OBJECT_ID -> ARCHIVE_DATE from the `archives` table export, as sorted arrays."""
 
@@ -335,41 +330,16 @@ class Archives:
         Plain lines are read a block at a time, the others one by one in their place."""
         found: list[pl.DataFrame] = []
         reading = _ArchiveLines(strict, by_blocks)
-        # Blocks are read in order here and parsed two at a time in threads (Polars releases
-        # the GIL): an export of millions of lines is read before the first contents row can
-        # go out. A block is parsed under the columns known when it was handed out; should the
-        # block before it hold a header line that changes them, it is parsed again.
-        pending: deque[tuple[Future[_ArchiveLines], pl.Series, int]] = deque()
-
-        def settle(pool: ThreadPoolExecutor) -> None:
-            future, raw, first_no = pending.popleft()
-            done = future.result()
-            if done.given is not reading.columns:  # handed out before the columns changed
-                done = reading.part(raw, first_no)
-            if reading.take(done):  # a header changed the columns: the blocks after it again
-                for k, (_, later, later_no) in enumerate(pending):
-                    pending[k] = (pool.submit(reading.part, later, later_no), later, later_no)
-            found.extend(done.frames)
-
         # A plain file is mapped: its blocks are not copied twice.
-        with (
-            FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader,
-            ThreadPoolExecutor(ARCHIVE_THREADS, thread_name_prefix="tapelens-archives") as pool,
-        ):
+        with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
             reading.name = reader.name
             for block in reader.blocks(block_bytes):
                 raw, refused = line_series(block)
                 reader.advance(raw.len())
                 reading.refused += refused
-                if len(pending) >= ARCHIVE_THREADS:
-                    settle(pool)
-                pending.append(
-                    (pool.submit(reading.part, raw, block.first_line_no), raw, block.first_line_no)
-                )
-            while pending:
-                settle(pool)
+                found += reading.block(raw, block.first_line_no)
         if strict and reading.refused:
-            first = min(reading.refused, key=lambda r: r.line_no)
+            first = reading.refused[0]
             raise ParseError(reading.name, first.line_no, first.reason)
         dates = pl.concat([*found, reading.one_by_one()])
         if reading.found:  # lines read one by one go back to their place (the first date wins)
@@ -415,25 +385,6 @@ class _ArchiveLines:
         self.columns: dict[str, int] | None = None
         self.refused: list[Reject] = []
         self.found: list[tuple[int, int, int]] = []  # (line no, object id, date)
-        self.frames: list[pl.DataFrame] = []
-        self.given: dict[str, int] | None = None  # the columns a part was read under
-
-    def part(self, raw: pl.Series, first_no: int) -> _ArchiveLines:
-        """One block read apart, under the columns known now: what it found, and its columns
-        (other than these when the block holds a header line)."""
-        part = _ArchiveLines(self.strict, self.by_blocks)
-        part.name = self.name
-        part.columns = part.given = self.columns
-        part.frames = part.block(raw, first_no)
-        return part
-
-    def take(self, part: _ArchiveLines) -> bool:
-        """Adds a part read apart, in file order; whether its header changed the columns."""
-        self.found += part.found
-        self.refused += part.refused
-        changed = part.columns is not part.given
-        self.columns = part.columns
-        return changed
 
     def block(self, raw: pl.Series, first_no: int) -> list[pl.DataFrame]:
         """(line_no, object, date_us) of the block's lines read at once; the others are read

@@ -718,13 +718,12 @@ def test_corrupt_compressed_input_is_one_clear_error(tmp_path: Path) -> None:
         list(hpss_lsp.parse(path, options=ParseOptions(source="t")))
 
 
-def test_tsm_archives_read_in_blocks_at_once_keep_the_columns_of_each_header(
+def test_tsm_archives_read_in_blocks_keep_the_columns_of_each_header(
     tmp_path: Path,
 ) -> None:
-    # Two exports run together: the second's header puts ARCHIVE_DATE before OBJECT_ID. The
-    # blocks are parsed two at a time, each under the columns known when it was handed out;
-    # the blocks after the second header must be read under its columns, like a line-by-line
-    # reading does. An object listed twice keeps its first date.
+    # Two exports run together: the second's header puts ARCHIVE_DATE before OBJECT_ID, and
+    # the blocks after it are read under its columns, as a line-by-line reading does. An
+    # object listed twice keeps its first date.
     from tapelens.ingest.formats.tsm_contents import Archives
 
     def line(oid: int, cols: str) -> str:
