@@ -33,7 +33,7 @@ def expected(data: bytes, start: int, end: int) -> bytes:
     return b"\n".join(line for _, line in lines)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(300))
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=400), st.data())
 def test_the_first_pass_finds_the_lines_a_plain_search_finds(
     tmp_path_factory: object, pieces: list[str], data: st.DataObject
