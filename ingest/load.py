@@ -41,6 +41,7 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
+from tapelens import __version__
 from tapelens.arrays import sorted_search
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
@@ -50,7 +51,15 @@ from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable, render
 from tapelens.ingest.datasets import DatasetRules, derivation_key, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import LINE_NO, Batch, ParseOptions, Reject, aggregate_at
+from tapelens.ingest.formats.base import (
+    LINE_DIGEST,
+    LINE_NO,
+    Batch,
+    LineDigests,
+    ParseOptions,
+    Reject,
+    aggregate_at,
+)
 
 
 class Progress(Protocol):
@@ -137,6 +146,12 @@ def _prepare(
         )
     lines = frame[LINE_NO] if LINE_NO in frame.columns else None
     conformed = canonical.conform(kind, frame)
+    if kind == "catalog":  # the digest of each row's line, where the parser gave one
+        conformed = conformed.with_columns(
+            frame[LINE_DIGEST]
+            if LINE_DIGEST in frame.columns
+            else pl.lit(None, pl.Int64).alias(LINE_DIGEST)
+        )
     # The rows' input lines stay beside them until the checks and a careful COPY are done.
     return conformed.with_columns(
         lines if lines is not None else pl.lit(None, pl.Int64).alias(LINE_NO)
@@ -527,8 +542,9 @@ def _load_file(
 
 _KEY = ("source", "copy_id", "written_at")
 _SIZES = ("size_bytes", "size_bound_bytes")
-# What the loader adds to a catalog row: the run that wrote it, and the digest of its values.
-CATALOG_EXTRA = ("ingest_run_id", "row_digest")
+# What the loader adds to a catalog row: the run that wrote it, the digest of its values and
+# that of the line it was read from (formats whose lines stand alone; null for the others).
+CATALOG_EXTRA = ("ingest_run_id", "row_digest", LINE_DIGEST)
 # Any fixed seed. Stored digests are compared with a later load's: Polars keeps hash_rows the
 # same for a given version and seed; should an upgrade change it, a newer dump finds every row
 # changed once and writes it again with the same values.
@@ -556,6 +572,26 @@ def _rules_seed(rules: DatasetRules) -> int:
     return int.from_bytes(hashlib.sha256(derivation_key(rules)).digest()[:4], "big")
 
 
+def _line_seed(fmt: Format, options: ParseOptions, rules: DatasetRules) -> int:
+    """The seed of line digests: it changes with everything but the line that a row's values
+    follow from (the format, the options that change how a line is read, the dataset rules) and
+    with the release, whose readers may read a line differently. A line of a newer dump is then
+    left unread only if this load would read it as the stored copy was read."""
+    reading = (
+        __version__,
+        fmt.name,
+        options.source,
+        options.timezone,
+        options.year,
+        options.volume,
+        options.columns,
+        sorted((k, repr(v)) for k, v in (options.mapping or {}).items()),
+        sorted((k, repr(v)) for k, v in options.extra.items() if k != "display_name"),
+        derivation_key(rules).hex(),
+    )
+    return int.from_bytes(hashlib.sha256(repr(reading).encode()).digest()[:4], "big")
+
+
 def _key_hashes(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Per row, two independent 64-bit hashes of its key within the source (copy id, time in
     microseconds): the first to find it, the second to confirm it (a false match needs both to
@@ -575,7 +611,8 @@ class _Known:
 
     Only fixed-width values are kept, read batch by batch: per copy about 40 bytes (two key
     hashes, the row digest, where the row stands, its volume's number), whatever the length of
-    its names."""
+    its names; and, for a format whose lines stand alone, 20 more: the digest of the line the
+    copy was read from, sorted, so that a parser can leave a line unread (`read_line`)."""
 
     def __init__(
         self,
@@ -618,6 +655,7 @@ class _Known:
             for name in names:
                 volumes.setdefault(name, len(volumes))
             digest = stored["row_digest"]
+            parts["line"].append(stored[LINE_DIGEST].fill_null(0).to_numpy())
             parts["hash"].append(first)
             parts["check"].append(second)
             parts["has_digest"].append(digest.is_not_null().to_numpy())
@@ -640,6 +678,14 @@ class _Known:
         self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
         self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
         self.tid = sorted_arrays["tid"]
+        # The line digests, sorted, with where each copy stands in the arrays above (0: none).
+        self.line = sorted_arrays["line"]
+        lined = np.flatnonzero(self.line)
+        lined = lined.astype(np.uint32) if len(self.line) < 1 << 32 else lined
+        by_line = pl.Series(self.line[lined]).arg_sort().to_numpy()
+        self.line_sorted, self.line_at = self.line[lined][by_line], lined[by_line]
+        self.line_volumes: set[int] = set()  # volumes (codes) of copies listed by a line unread
+        self.relined: list[tuple[np.ndarray, np.ndarray]] = []  # unchanged rows, lines differ
         # Listing ranks (Format.listing_ranks): per volume (code) with a copy this dump lists
         # again, the last place given to a new copy and the rank it had.
         self.relisted: set[int] = set()
@@ -676,9 +722,51 @@ class _Known:
         with self.lock:
             self.seen[at[match]] = True
         same = match & self.has_digest[at] & (self.digest[at] == digest.to_numpy())
+        if LINE_DIGEST in frame.columns and n:
+            # An unchanged copy read from a line other than the stored one's (the table's
+            # padding grew, a new release): the stored line digest is replaced, the row stays.
+            line = frame[LINE_DIGEST].fill_null(0).to_numpy()
+            relined = same & (line != 0) & (self.line[at] != line)
+            if relined.any():
+                self.relined.append((at[relined], line[relined]))
         if ranked and n:
             frame = self._placed(frame, match)
         return pl.Series(~same), frame
+
+    def read_line(self, digests: np.ndarray) -> np.ndarray:
+        """LineDigests.read: False for each line whose digest is a stored live copy's, which
+        this line lists unchanged; the copy is marked as listed. A line repeated, or a copy
+        already listed, is read (and then matched by key as any other line)."""
+        self.wait()
+        read = np.ones(len(digests), dtype=bool)
+        n = len(self.line_sorted)
+        if not n:
+            return read
+        at = np.minimum(sorted_search(self.line_sorted, digests), n - 1)
+        rows = np.flatnonzero(self.line_sorted[at] == digests)
+        copies = self.line_at[at[rows]].astype(np.int64)
+        _, first = np.unique(copies, return_index=True)
+        rows, copies = rows[first], copies[first]
+        with self.lock:
+            fresh = ~self.seen[copies]
+            rows, copies = rows[fresh], copies[fresh]
+            self.seen[copies] = True
+            self.line_volumes.update(np.unique(self.volume[copies]).tolist())
+        read[rows] = False
+        return read
+
+    def volumes_by_line(self) -> set[str]:
+        """The volumes of the copies listed by lines left unread."""
+        self.wait()
+        names = {c: v for v, c in self.volume_names.items()}
+        return {names[c] for c in self.line_volumes}
+
+    def new_lines(self) -> pl.DataFrame:
+        """Unchanged stored copies read from another line: where each stands (as `unlisted`
+        gives it) and its new line digest."""
+        at = np.concatenate([a for a, _ in self.relined]) if self.relined else np.empty(0, int)
+        lines = np.concatenate([d for _, d in self.relined]) if self.relined else np.empty(0)
+        return self._where(at).with_columns(pl.Series("line", lines, dtype=pl.Int64))
 
     def _placed(self, frame: pl.DataFrame, match: np.ndarray) -> pl.DataFrame:
         code = (
@@ -716,17 +804,22 @@ class _Known:
         if volumes is not None:
             codes = [self.volume_names[v] for v in volumes if v in self.volume_names]
             left &= np.isin(self.volume, np.array(codes, dtype=np.uint32))
-        tid = self.tid[left]
+        return self._where(np.flatnonzero(left))
+
+    def _where(self, at: np.ndarray) -> pl.DataFrame:
+        """Where the stored copies `at` (indexes into the sorted arrays) stand: chunk table,
+        tuple id, row digest and volume."""
+        tid = self.tid[at]
         names = np.array(list(self.volume_names), dtype=object)
         return pl.DataFrame(
             {
-                "chunk": self.chunk[left].astype(np.int64),
+                "chunk": self.chunk[at].astype(np.int64),
                 "tid": [
                     f"({b},{i})"
                     for b, i in zip((tid >> 16).tolist(), (tid & 0xFFFF).tolist(), strict=True)
                 ],
-                "digest": pl.Series(self.digest[left]).set(pl.Series(~self.has_digest[left]), None),
-                "volume": names[self.volume[left]].tolist() if len(names) else [],
+                "digest": pl.Series(self.digest[at]).set(pl.Series(~self.has_digest[at]), None),
+                "volume": names[self.volume[at]].tolist() if len(names) else [],
             },
             schema={"chunk": pl.Int64, "tid": pl.String, "digest": pl.Int64, "volume": pl.String},
         )
@@ -743,6 +836,7 @@ _KNOWN_ARRAYS: dict[str, type] = {
     "check": np.uint64,
     "has_digest": np.bool_,
     "digest": np.int64,
+    "line": np.int64,
     "chunk": np.uint32,
     "tid": np.int64,
     "volume": np.uint32,
@@ -810,7 +904,8 @@ def _known_copies(
         sql.SQL(" union all ")
         .join(
             sql.SQL(
-                "select copy_id, written_at, volume, row_digest, tableoid::bigint as chunk, ctid"
+                "select copy_id, written_at, volume, row_digest, line_digest,"
+                " tableoid::bigint as chunk, ctid"
                 " from {} where {} and removed_at is null"
             ).format(_ident(schema, name), scope)
             for schema, name in part
@@ -840,6 +935,7 @@ def _known_copies(
                 pl.col("written_at").dt.epoch("us").alias("written_at_us"),
                 pl.col("volume").cast(pl.String),
                 pl.col("row_digest").cast(pl.Int64),
+                pl.col(LINE_DIGEST).cast(pl.Int64),
                 "chunk",
                 "ctid",
             )
@@ -953,7 +1049,7 @@ def _stream(
     volumes: set[str] = set()
     notes: list[str] = []
     stmt = sql.SQL("copy {} ({}) from stdin").format(target, _cols(columns))
-    batches = _encoded_batches(fmt, real, shown, options, rules, run_id, known)
+    batches = _encoded_batches(fmt, real, shown, options, rules, run_id, columns, known)
     with ExitStack() as stack:
         copy = None if careful else stack.enter_context(cur.copy(stmt))
         for batch, payload, frame, batch_volumes, listed in batches:
@@ -970,6 +1066,8 @@ def _stream(
             volumes |= batch_volumes
             if progress:
                 progress(batch.bytes_read, total, rows)
+    if known is not None:
+        volumes |= known.volumes_by_line()
     if not direct and fmt.kind != "catalog":
         rows = _upsert(cur, fmt.kind, columns, run_id)
     return rows, skipped, volumes, notes
@@ -1017,6 +1115,7 @@ def _encoded_batches(
     options: ParseOptions,
     rules: DatasetRules,
     run_id: int,
+    columns: list[str],
     known: _Known | None = None,
 ) -> Iterator[_Encoded]:
     """The parser's batches, checked, conformed and encoded for COPY in a second thread.
@@ -1035,6 +1134,9 @@ def _encoded_batches(
         try:
             parse = fmt.parser()
             opts = replace(options, extra={**options.extra, "display_name": shown})
+            if fmt.kind == "catalog" and fmt.lines_stand_alone:
+                read = known.read_line if known is not None else None
+                opts = replace(opts, lines=LineDigests(_line_seed(fmt, options, rules), read))
             for batch in parse(real, options=opts):
                 if not parsed.put(batch):
                     return
@@ -1051,7 +1153,7 @@ def _encoded_batches(
                     return
                 batch = cast(Batch, item)
                 payload: bytes | memoryview = b""
-                frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), 0
+                frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), batch.known
                 if batch.frame.height:
                     # A catalog's dataset fields are derived after the digest, for the rows sent.
                     catalog = fmt.kind == "catalog"
@@ -1067,7 +1169,7 @@ def _encoded_batches(
                         frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))
                     if "volume" in frame.columns:
                         vols = {v for v in frame["volume"].unique().to_list() if v}
-                    listed = frame.height
+                    listed = frame.height + batch.known
                     if catalog:
                         digest = _digest(frame, rules, fmt.listing_ranks)
                         frame = frame.with_columns(digest.alias("row_digest"))
@@ -1075,6 +1177,7 @@ def _encoded_batches(
                             keep, frame = known.changed(frame, digest, fmt.listing_ranks)
                             frame = frame.filter(keep)
                         frame = with_datasets(frame, rules) if frame.height else frame
+                    frame = frame.select(*columns, LINE_NO)
                     payload = _copy_text(frame.drop(LINE_NO))
                 if not out.put((batch, payload, frame, vols, listed)):
                     return
@@ -1134,11 +1237,13 @@ def _apply_catalog(
     run_ids: list[int],
     gone: pl.DataFrame | None,
     keep_places: bool = False,
+    relined: pl.DataFrame | None = None,
 ) -> None:
     """Bring the table to the dump: write the staged copies (new, or different from the stored
     ones: _Known sent only those) and retire `gone` (the stored copies no dump row matched).
     Unchanged copies keep their row and their run id, so a newer dump that changes 1% of a
-    catalog writes 1% of it."""
+    catalog writes 1% of it; those read from another line than before (`relined`) get its
+    digest."""
     # A copy of a format whose positions are listing ranks keeps the place it has (_Known).
     values = [
         c for c in canonical.TAPE_FILES if c not in _KEY and not (keep_places and c in _RANKED)
@@ -1170,22 +1275,43 @@ def _apply_catalog(
             " last_seen_at = now(), removed_at = null, removed_run_id = null"
         ).format(c=cols, s=sets)
     )
-    if gone is None or not gone.height:
-        return
-    # The retired copies are found where the read of the stored copies saw them, chunk by
-    # chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes only
-    # new or changed copies, so those rows have not moved; the row's digest and volume are
-    # checked all the same (a table rewritten in between, VACUUM FULL, moves rows).
-    for (chunk,), rows in gone.group_by("chunk"):
+    if gone is not None and gone.height:
+        _update_where(
+            cur,
+            gone,
+            sql.SQL("removed_at = now(), removed_run_id = {}").format(sql.Literal(max(run_ids))),
+        )
+    if relined is not None and relined.height:
+        _update_where(cur, relined, sql.SQL("line_digest = g.line"))
+
+
+def _update_where(cur: psycopg.Cursor, rows: pl.DataFrame, sets: sql.Composable) -> None:
+    """Update stored copies where the read of the stored copies saw them (_Known._where), chunk
+    by chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes
+    only new or changed copies, so those rows have not moved; the row's digest and volume are
+    checked all the same (a table rewritten in between, VACUUM FULL, moves rows). `sets` may
+    use the columns of `rows` beyond those four as g.<name>."""
+    names = ["tid", "digest", "volume", *(c for c in rows.columns if c not in _WHERE)]
+    types = {"tid": "tid", "digest": "bigint", "volume": "text"}
+    for (chunk,), part in rows.group_by("chunk"):
         cur.execute(
             sql.SQL(
-                "update {} t set removed_at = now(), removed_run_id = %s"
-                " from unnest(%s::tid[], %s::bigint[], %s::text[]) as g(tid, digest, volume)"
+                "update {} t set {} from unnest({}) as g({})"
                 " where t.ctid = g.tid and t.row_digest is not distinct from g.digest"
                 " and t.volume = g.volume and t.removed_at is null"
-            ).format(_chunk_table(cur, int(chunk))),
-            [max(run_ids), *(rows[c].to_list() for c in ("tid", "digest", "volume"))],
+            ).format(
+                _chunk_table(cur, int(chunk)),
+                sets,
+                sql.SQL(", ").join(
+                    sql.SQL("%s::{}[]").format(sql.SQL(types.get(c, "bigint"))) for c in names
+                ),
+                _cols(names),
+            ),
+            [part[c].to_list() for c in names],
         )
+
+
+_WHERE = ("chunk", "tid", "digest", "volume")
 
 
 def _chunk_table(cur: psycopg.Cursor, oid: int) -> sql.Composable:
@@ -1224,7 +1350,8 @@ def _finish(
     removed = gone.height if gone is not None else 0
     if removed and not guard.allow:
         _check_shrink(source, removed, listed, guard, shown)
-    _apply_catalog(cur, source, run_ids, gone, fmt.listing_ranks)
+    relined = known.new_lines() if known is not None else None
+    _apply_catalog(cur, source, run_ids, gone, fmt.listing_ranks, relined)
     # Volumes the inventory has not named yet: media type from an LTO/3592 barcode suffix.
     cur.execute(
         "insert into tapelens.tapes"

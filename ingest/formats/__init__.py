@@ -36,6 +36,9 @@ class Format:
     # Enstore). The catalog's file-id index holds only copies whose id differs, so none of
     # this format's rows enters it (ingest/load.py keeps it during a bulk load).
     file_id_is_path: bool = False
+    # Every row follows from its own line (and the load's options and dataset rules): a newer
+    # dump leaves unread the lines that list a stored copy as it was read (ingest/load.py).
+    lines_stand_alone: bool = False
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
@@ -79,7 +82,15 @@ FORMATS: tuple[Format, ...] = (
         help="TSM `query content VOL f=d`, one volume per file",
         listing_ranks=True,
     ),
-    Format("catalog", "cta-tf", "cta_tf", "parse", "cta", help="CTA `tf ls`, text or JSON"),
+    Format(
+        "catalog",
+        "cta-tf",
+        "cta_tf",
+        "parse",
+        "cta",
+        help="CTA `tf ls`, text or JSON",
+        lines_stand_alone=True,
+    ),
     Format(
         "catalog",
         "enstore-list",

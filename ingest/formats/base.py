@@ -15,9 +15,11 @@ In strict mode a parser raises ParseError at the first bad line instead of rejec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tapelens.errors import ParseError
@@ -40,7 +42,9 @@ __all__ = [
     "BATCH_ROWS",
     "BOM",
     "COMPRESSION_HEAD",
+    "LINE_DIGEST",
     "LINE_NO",
+    "LineDigests",
     "LONG_LINE",
     "LONG_LINE_KEPT",
     "MAX_LINE_BYTES",
@@ -62,6 +66,11 @@ BATCH_ROWS = 200_000
 LINE_NO = "line_no"
 
 
+# Column of a catalog parser's frames when the load asks for it (ParseOptions.lines): the digest
+# of the line each row was read from. The loader stores it beside the row.
+LINE_DIGEST = "line_digest"
+
+
 def aggregate_at(volume: pl.Expr, position: pl.Expr) -> pl.Expr:
     """The name of the aggregate at a place on a volume, where the system gives it none:
     "volume:position". It names a place, so where a copy keeps its place against a later
@@ -78,6 +87,20 @@ class Batch:
     # What the user must know about the rows (e.g. "sizes are approximate"): said once in the
     # load summary, whichever batch says it.
     notes: list[str] = field(default_factory=list)
+    # Lines left unread because they list a stored copy unchanged (ParseOptions.lines).
+    known: int = 0
+
+
+@dataclass(frozen=True)
+class LineDigests:
+    """What a load asks of a parser whose every row follows from its own line (and from the
+    load's options and dataset rules, which `seed` stands for): each row's LINE_DIGEST, and, for
+    a newer dump, to leave unread the lines `read` rules out."""
+
+    seed: int
+    # Given the digests of a block's lines, False for each line that lists a stored copy
+    # unchanged (the copy is then counted as listed). None: read every line.
+    read: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +117,7 @@ class ParseOptions:
     mapping: dict[str, Any] | None = None  # generic CSV: site column -> canonical column
     batch_rows: int = BATCH_ROWS
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific (e.g. tsm archives)
+    lines: LineDigests | None = None  # set by the loader, for formats whose lines stand alone
 
 
 class Collector:

@@ -11,13 +11,15 @@ bad only in `finish`, so the message always names the earliest problem.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tapelens.errors import ParseError
-from tapelens.ingest.formats.base import Batch, ParseOptions, Reject
+from tapelens.ingest.formats.base import LINE_DIGEST, LINE_NO, Batch, ParseOptions, Reject
 from tapelens.ingest.formats.blocks import (
     REFUSED,
     Block,
@@ -157,7 +159,12 @@ def run_blocks(
     """The batches of a parser that reads a block of lines at a time: `frame_of` turns a
     block's lines (refused ones already in `Lines.rejects`) into canonical rows, taking the
     lines it cannot read at once through `Lines` one by one; `empty_of` gives the rows of an
-    empty input. Strict mode stops at the block's first refused line."""
+    empty input. Strict mode stops at the block's first refused line.
+
+    With ParseOptions.lines (a format whose every row follows from its own line), each row gets
+    the digest of its line, and the lines its `read` rules out are left unread. The first block
+    is always read whole: what a format learns of the file there (text or JSON, the notes it
+    gives) does not depend on which of its lines a catalog already holds."""
     name = str(path)
     # A plain file is mapped: its blocks are not copied twice.
     with FileBlocks(path) if is_plain_file(path) else BlockReader(path) as reader:
@@ -168,13 +175,65 @@ def run_blocks(
             reader.advance(raw.len())
             lines = Lines(columns)
             lines.rejects += refused
-            frame = frame_of(raw, block, lines)
+            known = 0
+            if options.lines is None:
+                frame = frame_of(raw, block, lines)
+            else:
+                digests = line_digests(raw, options.lines.seed)
+                wanted = (
+                    options.lines.read(digests)
+                    if options.lines.read is not None and done
+                    else np.ones(len(digests), dtype=bool)
+                )
+                known = len(wanted) - int(wanted.sum())
+                frame = _frame_of_lines(frame_of, raw, block, lines, digests, wanted)
             rejects = sorted(lines.rejects, key=lambda r: r.line_no)
             check_strict(name, options.strict, rejects)
             for batch in batches(
                 frame, rejects, lines.skipped, block.bytes_read, options.batch_rows
             ):
+                batch.known, known = known, 0  # counted once, with the block's first batch
                 done = True
                 yield batch
         if not done:  # an empty input still gives one (empty) batch
             yield Batch(empty_of(Lines(columns)), [], 0, reader.bytes_read)
+
+
+def line_digests(raw: pl.Series, seed: int) -> np.ndarray:
+    """A 64-bit digest of each line's text, never 0 (which a stored row without one holds)."""
+    digests = raw.hash(seed).reinterpret(signed=True).to_numpy().copy()
+    digests[digests == 0] = 1
+    return digests
+
+
+def _frame_of_lines(
+    frame_of: Callable[[pl.Series, Block, Lines], pl.DataFrame],
+    raw: pl.Series,
+    block: Block,
+    lines: Lines,
+    digests: np.ndarray,
+    wanted: np.ndarray,
+) -> pl.DataFrame:
+    """frame_of on the `wanted` lines of the block alone, each row with its line's digest and
+    its line number in the whole block."""
+    numbers = np.arange(block.first_line_no, block.first_line_no + len(digests), dtype=np.int64)
+    some = not wanted.all()
+    if some:
+        at = np.flatnonzero(wanted)
+        raw, numbers, digests = raw.gather(at), numbers[at], digests[at]
+        # The wanted lines as a block of their own, numbered from 0 (their index) and numbered
+        # back below: the block readers find cells in the block's bytes.
+        data = (raw.str.join("\n").item() + "\n").encode() if raw.len() else b""
+        block = Block(data, 0, block.bytes_read)
+    before = len(lines.rejects)
+    frame = frame_of(raw, block, lines)
+    index = frame[LINE_NO].to_numpy() - block.first_line_no
+    frame = frame.with_columns(
+        pl.Series(LINE_NO, numbers[index], dtype=pl.Int64),
+        pl.Series(LINE_DIGEST, digests[index], dtype=pl.Int64),
+    )
+    if some:
+        lines.rejects[before:] = [
+            replace(r, line_no=int(numbers[r.line_no])) for r in lines.rejects[before:]
+        ]
+    return frame

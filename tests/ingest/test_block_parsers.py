@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from polars.testing import assert_frame_equal
 
 from tapelens.errors import ParseError
 from tapelens.ingest.formats import cta_tf, linewise, tsm_contents
-from tapelens.ingest.formats.base import Batch, ParseOptions
+from tapelens.ingest.formats.base import LINE_DIGEST, Batch, LineDigests, ParseOptions
 from tapelens.ingest.formats.tsm_ranks import VolumeRanks
 from tests.fixtures.fuzz_catalog import mutated
 from tests.props import examples
@@ -365,6 +366,47 @@ def test_cta_text_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None
         with small_blocks(cta_tf, block_bytes):
             fast = outcome(cta_tf.parse, path, **options)
         assert_same(fast, outcome(cta_tf.parse_by_line, path, **options))
+
+    run()
+
+
+@pytest.mark.parametrize("block_bytes", [64, 700])
+def test_cta_lines_left_unread_leave_the_others_as_read(tmp_path: Path, block_bytes: int) -> None:
+    """A newer dump's parser leaves unread the lines the load knows (LineDigests.read): the
+    other lines give what reading every line gives, with their own line numbers and digests.
+    The first block is read whole."""
+    seed = 12345
+
+    @settings(max_examples=examples(100))
+    @given(cta_text(), st.data())
+    def run(text: str, data: st.DataObject) -> None:
+        path = tmp_path / "tf.txt"
+        path.write_bytes(text.encode("utf-8"))
+        lines = text.split("\n")[: text.count("\n") + (0 if text.endswith("\n") else 1)]
+        digests = linewise.line_digests(pl.Series(lines, dtype=pl.String), seed)
+        frame, rejects, skipped, _ = outcome(cta_tf.parse_by_line, path)
+        # Lines the load knows are lines of copies it stored: lines that gave a row.
+        rows = sorted(set(frame["line_no"].to_list()))
+        known = set(data.draw(st.lists(st.sampled_from(rows), unique=True)) if rows else [])
+        chosen = np.array([digests[no - 1] for no in known], dtype=np.int64)
+        offered: list[int] = []
+
+        def read(block: np.ndarray) -> np.ndarray:
+            offered.extend(block.tolist())
+            return ~np.isin(block, chosen)
+
+        options = ParseOptions(source="props", lines=LineDigests(seed, read))
+        with small_blocks(cta_tf, block_bytes):
+            batches = list(cta_tf.parse(path, options=options))
+        first_block = len(lines) - len(offered)  # lines of the first block, never offered
+        unread = {no for no in range(first_block + 1, len(lines) + 1) if digests[no - 1] in chosen}
+        got = pl.concat([b.frame for b in batches])
+        assert got[LINE_DIGEST].to_list() == [digests[no - 1] for no in got["line_no"].to_list()]
+        expected = frame.filter(~pl.col("line_no").is_in(list(unread)))
+        assert_frame_equal(got.drop(LINE_DIGEST), expected)
+        assert [(r.line_no, r.raw, r.reason) for b in batches for r in b.rejects] == rejects
+        assert sum(b.skipped for b in batches) == skipped
+        assert sum(b.known for b in batches) == len(unread)
 
     run()
 
