@@ -808,20 +808,16 @@ class _Known:
 
     def _where(self, at: np.ndarray) -> pl.DataFrame:
         """Where the stored copies `at` (indexes into the sorted arrays) stand: chunk table,
-        tuple id, row digest and volume."""
-        tid = self.tid[at]
+        tuple id (packed as _tuple_ids packs it), row digest and volume."""
         names = np.array(list(self.volume_names), dtype=object)
         return pl.DataFrame(
             {
                 "chunk": self.chunk[at].astype(np.int64),
-                "tid": [
-                    f"({b},{i})"
-                    for b, i in zip((tid >> 16).tolist(), (tid & 0xFFFF).tolist(), strict=True)
-                ],
+                "tid": self.tid[at],
                 "digest": pl.Series(self.digest[at]).set(pl.Series(~self.has_digest[at]), None),
                 "volume": names[self.volume[at]].tolist() if len(names) else [],
             },
-            schema={"chunk": pl.Int64, "tid": pl.String, "digest": pl.Int64, "volume": pl.String},
+            schema={"chunk": pl.Int64, "tid": pl.Int64, "digest": pl.Int64, "volume": pl.String},
         )
 
 
@@ -1290,10 +1286,16 @@ def _update_where(cur: psycopg.Cursor, rows: pl.DataFrame, sets: sql.Composable)
     by chunk, by tuple id: no key lookup, no scan. Loads are serialised and this one writes
     only new or changed copies, so those rows have not moved; the row's digest and volume are
     checked all the same (a table rewritten in between, VACUUM FULL, moves rows). `sets` may
-    use the columns of `rows` beyond those four as g.<name>."""
+    use the columns of `rows` beyond those four as g.<name>. Tuple ids come packed
+    (block << 16 | item)."""
     names = ["tid", "digest", "volume", *(c for c in rows.columns if c not in _WHERE)]
     types = {"tid": "tid", "digest": "bigint", "volume": "text"}
     for (chunk,), part in rows.group_by("chunk"):
+        # Tuple ids as text one chunk at a time: a dump read from new lines may touch millions.
+        tid = part["tid"].to_numpy()
+        blocks, items = (tid >> 16).tolist(), (tid & 0xFFFF).tolist()
+        text = [f"({b},{i})" for b, i in zip(blocks, items, strict=True)]
+        part = part.with_columns(pl.Series("tid", text, dtype=pl.String))
         cur.execute(
             sql.SQL(
                 "update {} t set {} from unnest({}) as g({})"

@@ -129,7 +129,9 @@ def test_a_retired_copy_is_found_by_its_tuple_id_only_while_it_is_the_row_read(
             "select tableoid::bigint, ctid::text, row_digest, volume from tapelens.tape_files"
         ).fetchone()
         assert stored is not None
-        chunk, tid, digest, volume = stored
+        chunk, text, digest, volume = stored
+        block, item = map(int, text.strip("()").split(","))
+        tid = block << 16 | item  # packed, as the loader reads tuple ids
         cur.execute("create temp table _tapelens_stage (like tapelens.tape_files)")
 
         def retire(digest_read: int, volume_read: str) -> int:
