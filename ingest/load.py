@@ -611,8 +611,9 @@ class _Known:
 
     Only fixed-width values are kept, read batch by batch: per copy about 40 bytes (two key
     hashes, the row digest, where the row stands, its volume's number), whatever the length of
-    its names; and, for a format whose lines stand alone, 20 more: the digest of the line the
-    copy was read from, sorted, so that a parser can leave a line unread (`read_line`)."""
+    its names; and, for a format whose lines stand alone, 12 more: the digest of the line the
+    copy was read from, sorted, and where the copy stands, so that a parser can leave a line
+    unread (`read_line`)."""
 
     def __init__(
         self,
@@ -678,12 +679,14 @@ class _Known:
         self.check, self.digest = sorted_arrays["check"], sorted_arrays["digest"]
         self.has_digest, self.chunk = sorted_arrays["has_digest"], sorted_arrays["chunk"]
         self.tid = sorted_arrays["tid"]
-        # The line digests, sorted, with where each copy stands in the arrays above (0: none).
-        self.line = sorted_arrays["line"]
-        lined = np.flatnonzero(self.line)
-        lined = lined.astype(np.uint32) if len(self.line) < 1 << 32 else lined
-        by_line = pl.Series(self.line[lined]).arg_sort().to_numpy()
-        self.line_sorted, self.line_at = self.line[lined][by_line], lined[by_line]
+        # The line digests, sorted, with where each copy stands in the arrays above; copies
+        # without one (0) sort first and are left out.
+        line = pl.Series(sorted_arrays.pop("line"))
+        by_line = line.arg_sort()
+        unlined = int((line == 0).sum())
+        self.line_at = by_line.slice(unlined).to_numpy()
+        self.line_sorted = line.gather(self.line_at).to_numpy()
+        del line, by_line
         self.line_volumes: set[int] = set()  # volumes (codes) of copies listed by a line unread
         self.relined: list[tuple[np.ndarray, np.ndarray]] = []  # unchanged rows, lines differ
         # Listing ranks (Format.listing_ranks): per volume (code) with a copy this dump lists
@@ -726,12 +729,22 @@ class _Known:
             # An unchanged copy read from a line other than the stored one's (the table's
             # padding grew, a new release): the stored line digest is replaced, the row stays.
             line = frame[LINE_DIGEST].fill_null(0).to_numpy()
-            relined = same & (line != 0) & (self.line[at] != line)
-            if relined.any():
+            read = np.flatnonzero(same & (line != 0))
+            relined = read[self._copy_of_line(line[read]) != at[read]]
+            if relined.size:
                 self.relined.append((at[relined], line[relined]))
         if ranked and n:
             frame = self._placed(frame, match)
         return pl.Series(~same), frame
+
+    def _copy_of_line(self, digests: np.ndarray) -> np.ndarray:
+        """Per line digest, the stored copy read from that line (an index into the sorted
+        arrays), or -1."""
+        n = len(self.line_sorted)
+        if not n:
+            return np.full(len(digests), -1, dtype=np.int64)
+        at = np.minimum(sorted_search(self.line_sorted, digests), n - 1)
+        return np.where(self.line_sorted[at] == digests, self.line_at[at].astype(np.int64), -1)
 
     def read_line(self, digests: np.ndarray) -> np.ndarray:
         """LineDigests.read: False for each line whose digest is a stored live copy's, which
@@ -739,12 +752,9 @@ class _Known:
         already listed, is read (and then matched by key as any other line)."""
         self.wait()
         read = np.ones(len(digests), dtype=bool)
-        n = len(self.line_sorted)
-        if not n:
-            return read
-        at = np.minimum(sorted_search(self.line_sorted, digests), n - 1)
-        rows = np.flatnonzero(self.line_sorted[at] == digests)
-        copies = self.line_at[at[rows]].astype(np.int64)
+        copy = self._copy_of_line(digests)
+        rows = np.flatnonzero(copy >= 0)
+        copies = copy[rows]
         _, first = np.unique(copies, return_index=True)
         rows, copies = rows[first], copies[first]
         with self.lock:
