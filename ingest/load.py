@@ -586,7 +586,11 @@ def _line_seed(fmt: Format, options: ParseOptions, rules: DatasetRules) -> int:
         options.volume,
         options.columns,
         sorted((k, repr(v)) for k, v in (options.mapping or {}).items()),
-        sorted((k, repr(v)) for k, v in options.extra.items() if k != "display_name"),
+        sorted(
+            (k, repr(v))
+            for k, v in options.extra.items()
+            if k != "display_name" and k not in fmt.input_options
+        ),
         derivation_key(rules).hex(),
     )
     return int.from_bytes(hashlib.sha256(repr(reading).encode()).digest()[:4], "big")
@@ -785,6 +789,8 @@ class _Known:
             .to_numpy()
         )
         self.relisted.update(code[match].tolist())
+        with self.lock:  # volumes listed again by lines left unread
+            self.relisted |= self.line_volumes
         new = np.flatnonzero(~match & np.isin(code, list(self.relisted)))
         if not new.size:
             return frame

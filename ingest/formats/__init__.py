@@ -36,9 +36,13 @@ class Format:
     # Enstore). The catalog's file-id index holds only copies whose id differs, so none of
     # this format's rows enters it (ingest/load.py keeps it during a bulk load).
     file_id_is_path: bool = False
-    # Every row follows from its own line (and the load's options and dataset rules): a newer
-    # dump leaves unread the lines that list a stored copy as it was read (ingest/load.py).
+    # Every row follows from its own line (and the load's options and dataset rules), but for
+    # its place where positions are listing ranks (which a stored copy keeps): a newer dump
+    # leaves unread the lines that list a stored copy as it was read (ingest/load.py).
     lines_stand_alone: bool = False
+    # Options naming other files read with the dump (TSM's archives export): not part of how
+    # a line is read, so a newer dump's own export (another path) still finds its lines known.
+    input_options: tuple[str, ...] = ()
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
@@ -71,6 +75,8 @@ FORMATS: tuple[Format, ...] = (
         "tsm",
         help="TSM `select * from contents` (+ --archives FILE for write dates)",
         listing_ranks=True,
+        lines_stand_alone=True,
+        input_options=("archives",),
     ),
     Format(
         "catalog",

@@ -220,3 +220,87 @@ def test_a_listing_of_some_volumes_retires_on_volumes_listed_by_unread_lines(
     assert sum(unread) >= 30
     assert second.removed == 1
     assert [r[0] for r in live(dsn) if not r[9]] == ["4211210/1"]
+
+
+TSM = lookup("catalog", "tsm-contents")
+TSM_EVERY_LINE = replace(TSM, lines_stand_alone=False)
+TSM_HEADER = (
+    "VOLUME_NAME,NODE_NAME,TYPE,FILESPACE_NAME,FILE_NAME,AGGREGATED,FILE_SIZE,SEGMENT,CACHED,"
+    "FILESPACE_ID,FILESPACE_HEXNAME,BITFILE_ID,OBJECT_ID"
+)
+# Per volume, in listing order: (object id, size, "i/n" or "No").
+Listing = dict[str, list[tuple[int, int, str]]]
+
+
+def tsm_listing(volumes: int, objects: int) -> Listing:
+    """Volumes of files alone and aggregates of two to four members."""
+    listing: Listing = {}
+    o = 1
+    for v in range(volumes):
+        entries: list[tuple[int, int, str]] = []
+        while len(entries) < objects:
+            n = 1 if o % 3 else 2 + o % 3
+            entries += [(o + i, 1000 + o + i, f"{i + 1}/{n}" if n > 1 else "No") for i in range(n)]
+            o += n
+        listing[f"VT{v:04d}L7"] = entries
+    return listing
+
+
+def tsm_files(folder: Path, listing: Listing) -> tuple[Path, ParseOptions]:
+    """The contents export of `listing` and an archives export (its own path per dump)."""
+    folder.mkdir()
+    contents = [TSM_HEADER] + [
+        f"{vol},NODE,Arch,/pnfs,/d/f{o}.data,{agg},{size},1/1,No,7,/70,{o},{o}"
+        for vol, entries in listing.items()
+        for o, size, agg in entries
+    ]
+    archives = ["NODE_NAME,FILESPACE_NAME,HL_NAME,LL_NAME,OBJECT_ID,ARCHIVE_DATE,OWNER,DESCRIPTION"]
+    archives += [
+        f"NODE,/pnfs,/d/,f{o}.data,{o},2024-01-{1 + o % 28:02d} 10:00:00.000000,x,"
+        for entries in listing.values()
+        for o, _, _ in entries
+    ]
+    (folder / "archives.csv").write_text("\n".join(archives) + "\n")
+    (folder / "contents.csv").write_text("\n".join(contents) + "\n")
+    options = replace(OPTS, source="tsm", extra={"archives": str(folder / "archives.csv")})
+    return folder / "contents.csv", options
+
+
+def tsm_places(dsn: str) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "select copy_id, volume, position, offset_bytes, aggregate_id, size_bytes, path,"
+            " written_at, removed_at is null from tapelens.tape_files"
+            " order by copy_id, removed_at nulls first"
+        ).fetchall()
+
+
+def test_a_tsm_dump_with_lines_unread_places_its_copies_as_reading_every_line(
+    dsn: str, tmp_path: Path
+) -> None:
+    # TSM positions are listing ranks; a stored copy keeps its place and a copy new to a volume
+    # goes after every place the volume had. Lines left unread take no rank, which changes
+    # nothing of that: the table ends as when every line is read.
+    first = tsm_listing(4, 30)
+    newer = {vol: list(entries) for vol, entries in first.items()}
+    gone = {o for entries in first.values() for o, _, agg in entries if o % 17 == 0 and agg == "No"}
+    newer = {v: [e for e in entries if e[0] not in gone] for v, entries in newer.items()}
+    vols = list(newer)
+    newer[vols[1]] = [(o, s + 1 if o % 5 == 0 else s, a) for o, s, a in newer[vols[1]]]
+    newer[vols[2]] += [(900, 50, "1/3"), (901, 50, "2/3"), (902, 50, "3/3"), (903, 9, "No")]
+    newer[vols[3]] += [(904, 70, "No"), (905, 71, "1/2"), (906, 72, "2/2")]
+    newer["VT9999L7"] = [(910 + k, 10, "No") for k in range(6)]
+    states = []
+    for fmt in (TSM, TSM_EVERY_LINE):
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("truncate tapelens.tape_files, tapelens.ingest_runs cascade")
+        path, options = tsm_files(tmp_path / f"{fmt.lines_stand_alone}-1", first)
+        with small_blocks():
+            ingest_file(dsn, fmt, path, options)
+        path, options = tsm_files(tmp_path / f"{fmt.lines_stand_alone}-2", newer)
+        with counted_unread() as unread, small_blocks():
+            result = ingest_file(dsn, fmt, path, options)
+        assert sum(unread) > (80 if fmt.lines_stand_alone else -1)
+        states.append((result.rows, result.removed, tsm_places(dsn)))
+    assert states[0] == states[1]
+    assert states[0][1] == len(gone)
