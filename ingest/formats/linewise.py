@@ -215,7 +215,7 @@ def _frame_of_lines(
     wanted: np.ndarray,
 ) -> pl.DataFrame:
     """frame_of on the `wanted` lines of the block alone, each row with its line's digest and
-    its line number in the whole block."""
+    its line number in the file."""
     numbers = np.arange(block.first_line_no, block.first_line_no + len(digests), dtype=np.int64)
     some = not wanted.all()
     if some:
