@@ -41,7 +41,6 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from tapelens import __version__
 from tapelens.arrays import sorted_search
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
@@ -574,12 +573,12 @@ def _rules_seed(rules: DatasetRules) -> int:
 
 def _line_seed(fmt: Format, options: ParseOptions, rules: DatasetRules) -> int:
     """The seed of line digests: it changes with everything but the line that a row's values
-    follow from (the format, the options that change how a line is read, the dataset rules) and
-    with the release, whose readers may read a line differently. A line of a newer dump is then
-    left unread only if this load would read it as the stored copy was read."""
+    follow from (the format and how its reader reads a line, the options that change it, the
+    dataset rules). A line of a newer dump is then left unread only if this load would read it
+    as the stored copy was read."""
     reading = (
-        __version__,
         fmt.name,
+        fmt.line_reading,
         options.source,
         options.timezone,
         options.year,
@@ -1148,7 +1147,8 @@ def _encoded_batches(
             opts = replace(options, extra={**options.extra, "display_name": shown})
             if fmt.kind == "catalog" and fmt.lines_stand_alone:
                 read = known.read_line if known is not None else None
-                opts = replace(opts, lines=LineDigests(_line_seed(fmt, options, rules), read))
+                seed = _line_seed(fmt, options, rules)
+                opts = replace(opts, lines=LineDigests(seed, read, fmt.padded_lines))
             for batch in parse(real, options=opts):
                 if not parsed.put(batch):
                     return

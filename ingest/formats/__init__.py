@@ -43,6 +43,12 @@ class Format:
     # Options naming other files read with the dump (TSM's archives export): not part of how
     # a line is read, so a newer dump's own export (another path) still finds its lines known.
     input_options: tuple[str, ...] = ()
+    # The reader ignores blanks around a line (a table pads its cells to the widest one): a
+    # line's digest is taken without them, so a wider cell elsewhere changes no digest.
+    padded_lines: bool = False
+    # How the reader reads a line, as a number: raised with any change to what a line gives, so
+    # that stored line digests no longer match and a newer dump reads every line once more.
+    line_reading: int = 1
 
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
@@ -96,6 +102,7 @@ FORMATS: tuple[Format, ...] = (
         "cta",
         help="CTA `tf ls`, text or JSON",
         lines_stand_alone=True,
+        padded_lines=True,
     ),
     Format(
         "catalog",

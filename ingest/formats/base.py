@@ -101,6 +101,7 @@ class LineDigests:
     # Given the digests of a block's lines, False for each line that lists a stored copy
     # unchanged (the copy is then counted as listed). None: read every line.
     read: Callable[[np.ndarray], np.ndarray] | None = None
+    strip: bool = False  # digests taken without the blanks around each line (Format.padded_lines)
 
 
 @dataclass(frozen=True)

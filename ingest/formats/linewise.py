@@ -179,7 +179,7 @@ def run_blocks(
             if options.lines is None:
                 frame = frame_of(raw, block, lines)
             else:
-                digests = line_digests(raw, options.lines.seed)
+                digests = line_digests(raw, options.lines.seed, options.lines.strip)
                 wanted = (
                     options.lines.read(digests)
                     if options.lines.read is not None and done
@@ -199,9 +199,11 @@ def run_blocks(
             yield Batch(empty_of(Lines(columns)), [], 0, reader.bytes_read)
 
 
-def line_digests(raw: pl.Series, seed: int) -> np.ndarray:
-    """A 64-bit digest of each line's text, never 0 (which a stored row without one holds)."""
-    digests = raw.hash(seed).reinterpret(signed=True).to_numpy().copy()
+def line_digests(raw: pl.Series, seed: int, strip: bool = False) -> np.ndarray:
+    """A 64-bit digest of each line's text (without the blanks around it with `strip`), never
+    0 (which a stored row without one holds)."""
+    text = raw.str.strip_chars() if strip else raw
+    digests = text.hash(seed).reinterpret(signed=True).to_numpy().copy()
     digests[digests == 0] = 1
     return digests
 

@@ -370,8 +370,10 @@ def test_cta_text_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None
     run()
 
 
-@pytest.mark.parametrize("block_bytes", [64, 700])
-def test_cta_lines_left_unread_leave_the_others_as_read(tmp_path: Path, block_bytes: int) -> None:
+@pytest.mark.parametrize(("block_bytes", "strip"), [(64, False), (700, True)])
+def test_cta_lines_left_unread_leave_the_others_as_read(
+    tmp_path: Path, block_bytes: int, strip: bool
+) -> None:
     """A newer dump's parser leaves unread the lines the load knows (LineDigests.read): the
     other lines give what reading every line gives, with their own line numbers and digests.
     The first block is read whole."""
@@ -383,7 +385,7 @@ def test_cta_lines_left_unread_leave_the_others_as_read(tmp_path: Path, block_by
         path = tmp_path / "tf.txt"
         path.write_bytes(text.encode("utf-8"))
         lines = text.split("\n")[: text.count("\n") + (0 if text.endswith("\n") else 1)]
-        digests = linewise.line_digests(pl.Series(lines, dtype=pl.String), seed)
+        digests = linewise.line_digests(pl.Series(lines, dtype=pl.String), seed, strip)
         frame, rejects, skipped, _ = outcome(cta_tf.parse_by_line, path)
         # Lines the load knows are lines of copies it stored: lines that gave a row.
         rows = sorted(set(frame["line_no"].to_list()))
@@ -395,7 +397,7 @@ def test_cta_lines_left_unread_leave_the_others_as_read(tmp_path: Path, block_by
             offered.extend(block.tolist())
             return ~np.isin(block, chosen)
 
-        options = ParseOptions(source="props", lines=LineDigests(seed, read))
+        options = ParseOptions(source="props", lines=LineDigests(seed, read, strip))
         with small_blocks(cta_tf, block_bytes):
             batches = list(cta_tf.parse(path, options=options))
         first_block = len(lines) - len(offered)  # lines of the first block, never offered

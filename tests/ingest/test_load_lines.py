@@ -152,23 +152,28 @@ def test_a_copy_read_from_another_line_keeps_its_row_and_takes_the_new_digest(
     first = load(dsn, tmp_path / "1.txt", table(rows))
     with psycopg.connect(dsn) as conn:
         before = dict(conn.execute("select copy_id, line_digest from tapelens.tape_files"))
-    # A tape with a longer path: every column's padding widens, every line differs, no copy
-    # changed. Nothing is written again; the stored line digests follow the new lines.
+    # A longer path only pads the last column further: the lines are the same, blanks aside.
     longer = "/eos/ctaatlas/archive/data24/raw/a/much/longer/folder/name/f.raw"
-    wider = [*rows, copy_cells(40)[:-1] + (longer,)]
+    rows.append(copy_cells(40)[:-1] + (longer,))
     with counted_unread() as unread:
-        second = load(dsn, tmp_path / "2.txt", table(wider))
+        load(dsn, tmp_path / "2.txt", table(rows))
+    assert sum(unread) > 30
+    # A wider storage class moves every cell after it: every line differs, no copy changed.
+    # Nothing is written again; the stored line digests follow the new lines.
+    rows.append(copy_cells(41)[:10] + ("atlas_raw_reprocessing@cta",) + copy_cells(41)[11:])
+    with counted_unread() as unread:
+        third = load(dsn, tmp_path / "3.txt", table(rows))
     assert sum(unread) == 0
     with psycopg.connect(dsn) as conn:
         after = dict(conn.execute("select copy_id, line_digest from tapelens.tape_files"))
         runs = dict(conn.execute("select copy_id, ingest_run_id from tapelens.tape_files"))
     assert all(after[c] != before[c] for c in before)
     assert {runs[c] for c in before} == {first.run_id}
-    assert second.rows == 41
+    assert third.rows == 42
     # The same table again, with one more copy that keeps the widths: the lines are known now.
-    wider.append(copy_cells(41))
+    rows.append(copy_cells(42))
     with counted_unread() as unread:
-        load(dsn, tmp_path / "3.txt", table(wider))
+        load(dsn, tmp_path / "4.txt", table(rows))
     assert sum(unread) > 30
 
 
