@@ -96,13 +96,20 @@ def counted_unread() -> Iterator[list[int]]:
         yield unread
 
 
-def live(dsn: str) -> list[tuple]:
+def by_copy(dsn: str, columns: str) -> list[tuple]:
+    """`columns` of every stored copy, live ones first where a copy was stored twice."""
     with psycopg.connect(dsn) as conn:
         return conn.execute(
-            "select copy_id, volume, position, size_bytes, size_bound_bytes, path, dataset,"
-            " written_at, ingest_run_id, removed_at is null, line_digest is not null"
-            " from tapelens.tape_files order by copy_id, removed_at nulls first"
+            f"select {columns} from tapelens.tape_files order by copy_id, removed_at nulls first"
         ).fetchall()
+
+
+def live(dsn: str) -> list[tuple]:
+    return by_copy(
+        dsn,
+        "copy_id, volume, position, size_bytes, size_bound_bytes, path, dataset, written_at,"
+        " ingest_run_id, removed_at is null, line_digest is not null",
+    )
 
 
 def load(dsn: str, path: Path, text: str, fmt=CTA, **kw: object):  # type: ignore[no-untyped-def]
@@ -272,12 +279,11 @@ def tsm_files(folder: Path, listing: Listing) -> tuple[Path, ParseOptions]:
 
 
 def tsm_places(dsn: str) -> list[tuple]:
-    with psycopg.connect(dsn) as conn:
-        return conn.execute(
-            "select copy_id, volume, position, offset_bytes, aggregate_id, size_bytes, path,"
-            " written_at, removed_at is null from tapelens.tape_files"
-            " order by copy_id, removed_at nulls first"
-        ).fetchall()
+    return by_copy(
+        dsn,
+        "copy_id, volume, position, offset_bytes, aggregate_id, size_bytes, path, written_at,"
+        " removed_at is null",
+    )
 
 
 def test_a_tsm_dump_with_lines_unread_places_its_copies_as_reading_every_line(
