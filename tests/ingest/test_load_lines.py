@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -14,9 +15,9 @@ import psycopg
 import pytest
 
 from tapelens.ingest.datasets import DatasetRules
-from tapelens.ingest.formats import linewise, lookup
+from tapelens.ingest.formats import Format, linewise, lookup
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import _Known, ingest_file
+from tapelens.ingest.load import IngestResult, ShrinkGuard, _Known, ingest_file
 
 CTA = lookup("catalog", "cta-tf")
 EVERY_LINE = replace(CTA, lines_stand_alone=False)
@@ -112,10 +113,10 @@ def live(dsn: str) -> list[tuple]:
     )
 
 
-def load(dsn: str, path: Path, text: str, fmt=CTA, **kw: object):  # type: ignore[no-untyped-def]
+def load(dsn: str, path: Path, text: str, fmt: Format = CTA, **kw: Any) -> IngestResult:
     path.write_text(text)
     with small_blocks():
-        return ingest_file(dsn, fmt, path, OPTS, **kw)  # type: ignore[arg-type]
+        return ingest_file(dsn, fmt, path, OPTS, **kw)
 
 
 def test_a_newer_dump_leaves_the_lines_of_unchanged_copies_unread(dsn: str, tmp_path: Path) -> None:
@@ -157,8 +158,7 @@ def test_a_copy_read_from_another_line_keeps_its_row_and_takes_the_new_digest(
 ) -> None:
     rows = [copy_cells(k) for k in range(40)]
     first = load(dsn, tmp_path / "1.txt", table(rows))
-    with psycopg.connect(dsn) as conn:
-        before = dict(conn.execute("select copy_id, line_digest from tapelens.tape_files"))
+    before = dict(by_copy(dsn, "copy_id, line_digest"))
     # A longer path only pads the last column further: the lines are the same, blanks aside.
     longer = "/eos/ctaatlas/archive/data24/raw/a/much/longer/folder/name/f.raw"
     rows.append(copy_cells(40)[:-1] + (longer,))
@@ -171,9 +171,8 @@ def test_a_copy_read_from_another_line_keeps_its_row_and_takes_the_new_digest(
     with counted_unread() as unread:
         third = load(dsn, tmp_path / "3.txt", table(rows))
     assert sum(unread) == 0
-    with psycopg.connect(dsn) as conn:
-        after = dict(conn.execute("select copy_id, line_digest from tapelens.tape_files"))
-        runs = dict(conn.execute("select copy_id, ingest_run_id from tapelens.tape_files"))
+    after = dict(by_copy(dsn, "copy_id, line_digest"))
+    runs = dict(by_copy(dsn, "copy_id, ingest_run_id"))
     assert all(after[c] != before[c] for c in before)
     assert {runs[c] for c in before} == {first.run_id}
     assert third.rows == 42
@@ -201,7 +200,7 @@ def test_a_line_is_read_again_when_the_load_reads_it_otherwise(
             ingest_file(dsn, CTA, path, OPTS, rules=rule)
         else:
             zurich = replace(OPTS, timezone="Europe/Zurich")
-            ingest_file(dsn, CTA, path, zurich, guard=_allow_all())
+            ingest_file(dsn, CTA, path, zurich, guard=ShrinkGuard(allow=True))
     assert sum(unread) == 0
     live_rows = [r for r in live(dsn) if r[9]]
     assert len(live_rows) == 41
@@ -209,12 +208,6 @@ def test_a_line_is_read_again_when_the_load_reads_it_otherwise(
         assert {r[6] for r in live_rows} == {f"run{k:05d}" for k in range(5)}
     else:  # 13:xx in Zurich in June is 11:xx UTC
         assert {r[7].hour for r in live_rows} == {11}
-
-
-def _allow_all():  # type: ignore[no-untyped-def]
-    from tapelens.ingest.load import ShrinkGuard
-
-    return ShrinkGuard(allow=True)
 
 
 def test_a_listing_of_some_volumes_retires_on_volumes_listed_by_unread_lines(
