@@ -622,7 +622,9 @@ class _Known:
         self,
         read: Callable[[], Iterator[pl.DataFrame]],
         ends: Callable[[], dict[str, int]] | None = None,
+        lines: bool = False,
     ) -> None:
+        self.lines = lines  # the stored copies' line digests are read and kept
         # Read in a thread of its own: the server scans the catalog while the parser starts.
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -651,7 +653,8 @@ class _Known:
             raise self._error
 
     def _index(self, batches: Iterator[pl.DataFrame]) -> None:
-        parts: dict[str, list[np.ndarray]] = {k: [] for k in _KNOWN_ARRAYS}
+        lines = self.lines
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in _KNOWN_ARRAYS if lines or k != "line"}
         volumes: dict[str, int] = {}
         for stored in batches:
             first, second = _key_hashes(stored)
@@ -659,16 +662,23 @@ class _Known:
             for name in names:
                 volumes.setdefault(name, len(volumes))
             digest = stored["row_digest"]
-            parts["line"].append(stored[LINE_DIGEST].fill_null(0).to_numpy())
-            parts["hash"].append(first)
-            parts["check"].append(second)
-            parts["has_digest"].append(digest.is_not_null().to_numpy())
-            parts["digest"].append(digest.fill_null(0).to_numpy())
-            parts["chunk"].append(stored["chunk"].cast(pl.UInt32).to_numpy())
-            parts["tid"].append(_tuple_ids(stored["ctid"]))
-            parts["volume"].append(
-                stored["volume"].replace_strict(volumes, return_dtype=pl.UInt32).to_numpy()
-            )
+            kept = {
+                "hash": first,
+                "check": second,
+                "has_digest": digest.is_not_null().to_numpy(),
+                "digest": digest.fill_null(0).to_numpy(),
+                "chunk": stored["chunk"].cast(pl.UInt32).to_numpy(),
+                "tid": _tuple_ids(stored["ctid"]),
+                "volume": stored["volume"]
+                .replace_strict(volumes, return_dtype=pl.UInt32)
+                .to_numpy(),
+            }
+            if lines:
+                kept["line"] = stored[LINE_DIGEST].fill_null(0).to_numpy()
+            # Copies: an array Polars or Arrow hands out may be a view that keeps a larger
+            # buffer of the batch alive (measured: 113 bytes a stored copy instead of 32).
+            for k, a in kept.items():
+                parts[k].append(a.copy())
         # One array at a time, its parts freed as it is joined and its unsorted copy as it is
         # sorted: the peak stays near one copy of the index, not three. Polars sorts and
         # gathers on all cores, where numpy takes one.
@@ -684,7 +694,7 @@ class _Known:
         self.tid = sorted_arrays["tid"]
         # The line digests, sorted, with where each copy stands in the arrays above; copies
         # without one (0) sort first and are left out.
-        line = pl.Series(sorted_arrays.pop("line"))
+        line = pl.Series(sorted_arrays.pop("line", np.empty(0, dtype=np.int64)))
         by_line = line.arg_sort()
         unlined = int((line == 0).sum())
         self.line_at = by_line.slice(unlined).to_numpy()
@@ -902,23 +912,29 @@ def _chunk_parts(dsn: str, parts: int) -> list[list[tuple[str, str]]]:
 
 
 def _known_copies(
-    cur: psycopg.Cursor, dsn: str, source: str, run_ids: list[int], ranked: bool = False
+    cur: psycopg.Cursor,
+    dsn: str,
+    source: str,
+    run_ids: list[int],
+    ranked: bool = False,
+    lines: bool = False,
 ) -> _Known:
     """The source's live copies, but those this dump's own files wrote already (uncommitted,
     so unseen by the columnar read on a connection of its own; loads are serialised, so what
-    it sees is the state this load started from). `ranked`: with each volume's last place."""
+    it sees is the state this load started from). `ranked`: with each volume's last place;
+    `lines`: with the digests of the lines they were read from."""
     scope = sql.SQL("source = {} and ingest_run_id <> all({})").format(
         sql.Literal(source), sql.Literal(run_ids)
     )
+    line = sql.SQL("line_digest" if lines else "null::bigint as line_digest")
     # Per part of the chunks, one query: the parts are read at once by as many server processes.
     texts = [
         sql.SQL(" union all ")
         .join(
             sql.SQL(
-                "select copy_id, written_at, volume, row_digest, line_digest,"
-                " tableoid::bigint as chunk, ctid"
-                " from {} where {} and removed_at is null"
-            ).format(_ident(schema, name), scope)
+                "select copy_id, written_at, volume, row_digest, {}, tableoid::bigint as chunk,"
+                " ctid from {} where {} and removed_at is null"
+            ).format(line, _ident(schema, name), scope)
             for schema, name in part
         )
         .as_string(cur)
@@ -951,7 +967,7 @@ def _known_copies(
                 "ctid",
             )
 
-    return _Known(read, ends if ranked else None)
+    return _Known(read, ends if ranked else None, lines)
 
 
 def _copy_batches(
@@ -978,7 +994,9 @@ def _copy_batches(
     direct = kind == "catalog" and _source_is_empty(conn, options.source)
     if kind == "catalog" and not direct and dump.known is None:
         # A newer dump: match its rows against the stored copies, send only what differs.
-        dump.known = _known_copies(cur, dump.dsn, options.source, dump.runs, fmt.listing_ranks)
+        dump.known = _known_copies(
+            cur, dump.dsn, options.source, dump.runs, fmt.listing_ranks, fmt.lines_stand_alone
+        )
     bulk = direct and _bulk_worthwhile(conn, total)
     stage = sql.Identifier("_tapelens_stage")
     # The files of one dump share the transaction. A catalog's files share one stage, compared
