@@ -44,7 +44,8 @@ class Format:
     # a line is read, so a newer dump's own export (another path) still finds its lines known.
     input_options: tuple[str, ...] = ()
     # The reader ignores blanks around a line (a table pads its cells to the widest one): a
-    # line's digest is taken without them, so a wider cell elsewhere changes no digest.
+    # line's digest is taken without them, so that a longer last cell (CTA's path), which pads
+    # every line further, changes no digest.
     padded_lines: bool = False
     # How the reader reads a line, as a number: raised with any change to what a line gives, so
     # that stored line digests no longer match and a newer dump reads every line once more.
