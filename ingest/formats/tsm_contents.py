@@ -311,12 +311,19 @@ def split_fields(text: str, sep: str, expected: int, free: int) -> list[str] | s
 class Archives:
     """OBJECT_ID -> ARCHIVE_DATE from the `archives` table export, as sorted arrays."""
 
-    def __init__(self, object_ids: np.ndarray, dates_us: np.ndarray) -> None:
-        order = np.argsort(object_ids, kind="stable")
-        ids, dates = object_ids[order], dates_us[order]
+    def __init__(self, dates: pl.DataFrame, in_order: bool = True) -> None:
+        """`dates`: object, date_us and line_no; `in_order`: rows already in line order."""
+        # Sorted by Polars on all cores; among rows of one object, the first line first.
+        by_id = (
+            dates.select("object", "date_us").sort("object", maintain_order=True)
+            if in_order
+            else dates.sort("object", "line_no").select("object", "date_us")
+        )
+        ids: np.ndarray = by_id["object"].to_numpy()
+        dates_us: np.ndarray = by_id["date_us"].to_numpy()
         first = np.ones(ids.size, dtype=bool)
         first[1:] = ids[1:] != ids[:-1]  # an object listed twice keeps its first date
-        self.ids, self.dates_us = ids[first], dates[first]
+        self.ids, self.dates_us = (ids, dates_us) if first.all() else (ids[first], dates_us[first])
 
     @classmethod
     def read(
@@ -341,10 +348,8 @@ class Archives:
         if strict and reading.refused:
             first = reading.refused[0]
             raise ParseError(reading.name, first.line_no, first.reason)
-        dates = pl.concat([*found, reading.one_by_one()])
-        if reading.found:  # lines read one by one go back to their place (the first date wins)
-            dates = dates.sort("line_no")
-        return cls(dates["object"].to_numpy(), dates["date_us"].to_numpy())
+        # Lines read one by one come last: in_order is False, and line numbers order them.
+        return cls(pl.concat([*found, reading.one_by_one()]), in_order=not reading.found)
 
     def join(self, frame: pl.DataFrame, lines: Lines) -> pl.DataFrame:
         """written_at from the archive dates; rows whose object has none are refused."""
