@@ -738,9 +738,9 @@ class _Known:
         with self.lock:
             self.seen[at[match]] = True
         same = match & self.has_digest[at] & (self.digest[at] == digest.to_numpy())
-        if LINE_DIGEST in frame.columns and n:
+        if self.lines and n:
             # An unchanged copy read from a line other than the stored one's (the table's
-            # padding grew, a new release): the stored line digest is replaced, the row stays.
+            # padding grew, a new reader version): its line digest is replaced, the row stays.
             line = frame[LINE_DIGEST].fill_null(0).to_numpy()
             read = np.flatnonzero(same & (line != 0))
             relined = read[self._copy_of_line(line[read]) != at[read]]
