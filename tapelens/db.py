@@ -113,6 +113,15 @@ def timescaledb_version(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
+def timescaledb_edition(conn: psycopg.Connection) -> str | None:
+    """'apache' (the Apache-2 code alone) or 'timescale' (the community edition); None when
+    TimescaleDB is not loaded."""
+    row = conn.execute(
+        "select setting from pg_settings where name = 'timescaledb.license'"
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
 def require_timescaledb(conn: psycopg.Connection, dsn: str) -> str:
     """Create the extension if the server has it; refuse clearly when it does not."""
     version = timescaledb_version(conn)

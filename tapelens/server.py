@@ -45,6 +45,10 @@ class Server:
     home: Path
     pg_bin: Path
     run_as: str | None  # system user that owns and runs the cluster; None = the caller
+    # TimescaleDB's edition: "apache" (the Apache-2 code alone) or "timescale" (the community
+    # edition, which adds columnstore compression and background policies; its module must be
+    # installed beside the extension's).
+    timescaledb_license: str = "apache"
 
     @property
     def data_dir(self) -> Path:
@@ -131,10 +135,17 @@ class Server:
 # and log paths in double quotes: inside them these characters still expand ($(...), `...`) or
 # end the quote, so a home path holding one would run as the server's user.
 SHELL_UNSAFE = frozenset('"$`\\\n')
+LICENSES = ("apache", "timescale")
 
 
-def server_for(home: Path, pg_bin: Path, pg_user: str) -> Server:
+def server_for(
+    home: Path, pg_bin: Path, pg_user: str, timescaledb_license: str = "apache"
+) -> Server:
     """The server under `home`; run by `pg_user` when the caller is root."""
+    if timescaledb_license not in LICENSES:
+        raise ServerError(
+            f"TimescaleDB license {timescaledb_license!r} is not one of {', '.join(LICENSES)}"
+        )
     unsafe = sorted(SHELL_UNSAFE & set(str(home)))
     if unsafe:
         shown = " ".join(repr(c) for c in unsafe)
@@ -143,7 +154,23 @@ def server_for(home: Path, pg_bin: Path, pg_user: str) -> Server:
             " to a shell; set TAPELENS_HOME (or --home) to a path without them"
         )
     run_as = pg_user if os.geteuid() == 0 else None
-    return Server(home=home.expanduser().absolute(), pg_bin=pg_bin, run_as=run_as)
+    return Server(
+        home=home.expanduser().absolute(),
+        pg_bin=pg_bin,
+        run_as=run_as,
+        timescaledb_license=timescaledb_license,
+    )
+
+
+def community_module(pg_bin: Path) -> Path | None:
+    """TimescaleDB's community-edition module in the server's library directory, if installed.
+
+    Debian's packages and tapelens's own install script build the Apache-2 edition alone; the
+    community edition's module comes from Timescale's packages or a build of their source.
+    """
+    libdir = pg_bin.parent / "lib"
+    found = sorted(libdir.glob("timescaledb-tsl-*.so"))
+    return found[-1] if found else None
 
 
 def _free_port() -> int:
@@ -234,19 +261,17 @@ def start(server: Server) -> str:
     if not server.initialised():
         _initdb(server)
     if not server.running():
-        server._run(
-            [
-                "pg_ctl",
-                "start",
-                "-D",
-                str(server.data_dir),
-                "-l",
-                str(server.log_file),
-                "-w",
-                "-t",
-                str(START_TIMEOUT_S),
-            ]
-        )
+        argv = ["pg_ctl", "start", "-D", str(server.data_dir), "-l", str(server.log_file)]
+        if server.timescaledb_license != "apache":
+            if community_module(server.pg_bin) is None:
+                raise ServerError(
+                    f"TimescaleDB license {server.timescaledb_license!r} needs the community"
+                    f" edition's module (timescaledb-tsl-*.so) in {server.pg_bin.parent / 'lib'};"
+                    " this installation has the Apache-2 edition only"
+                )
+            # One of LICENSES, checked above: nothing a user typed reaches pg_ctl's shell.
+            argv += ["-o", f"-c timescaledb.license={server.timescaledb_license}"]
+        server._run([*argv, "-w", "-t", str(START_TIMEOUT_S)])
     _ensure_database(server)
     return server.dsn()
 

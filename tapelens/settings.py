@@ -45,6 +45,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Unprivileged system user that runs the embedded server when tapelens runs as root.",
     ),
     Setting(
+        "timescaledb_license",
+        "TAPELENS_TIMESCALEDB_LICENSE",
+        "apache",
+        "TimescaleDB edition the embedded server runs: `apache`, or `timescale` (the community "
+        "edition, for `db compress`; its module must be installed). Read when the server starts.",
+    ),
+    Setting(
         "superset_password",
         "TAPELENS_SUPERSET_PASSWORD",
         "(generated, shown once)",

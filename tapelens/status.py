@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from tapelens.db import timescaledb_version
+from tapelens.db import timescaledb_edition, timescaledb_version
 from tapelens.ingest.migrations import schema_version
 
 CANONICAL_TABLES = (
@@ -27,6 +27,7 @@ class Status:
     server_version: str
     timescaledb_version: str | None
     schema_version: int
+    timescaledb_edition: str | None  # 'apache' or 'timescale' (community), as the server says
     row_counts: dict[str, int | None] = field(default_factory=dict)  # None: table missing
 
 
@@ -47,5 +48,6 @@ def status(conn: psycopg.Connection) -> Status:
         server_version=str(server[0]) if server else "?",
         timescaledb_version=timescaledb_version(conn),
         schema_version=schema_version(conn),
+        timescaledb_edition=timescaledb_edition(conn),
         row_counts=counts,
     )

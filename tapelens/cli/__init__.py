@@ -16,6 +16,7 @@ from tapelens import __version__
 from tapelens.cli import groups
 from tapelens.cli.common import App, pass_app
 from tapelens.errors import TapelensError
+from tapelens.server import LICENSES
 from tapelens.settings import BY_NAME
 
 # Which modules of this package provide the commands of each top-level name. They are imported
@@ -83,9 +84,24 @@ class LazyGroup(click.Group):
     show_default=True,
     help=BY_NAME["pg_user"].help,
 )
+@click.option(
+    "--timescaledb-license",
+    envvar=BY_NAME["timescaledb_license"].envvar,
+    type=click.Choice(LICENSES),
+    default="apache",
+    show_default=True,
+    help=BY_NAME["timescaledb_license"].help,
+)
 @click.version_option(__version__, prog_name="tapelens")
 @click.pass_context
-def cli(ctx: click.Context, dsn: str | None, home: str | None, pg_bin: str, pg_user: str) -> None:
+def cli(
+    ctx: click.Context,
+    dsn: str | None,
+    home: str | None,
+    pg_bin: str,
+    pg_user: str,
+    timescaledb_license: str,
+) -> None:
     """Tape placement analytics: gaps, duplicate copies, recall plans.
 
     \b
@@ -93,7 +109,13 @@ def cli(ctx: click.Context, dsn: str | None, home: str | None, pg_bin: str, pg_u
         tapelens db up
         tapelens ingest catalog --format hpss-lsp ls-P.txt
     """
-    ctx.obj = App.from_options(dsn=dsn, home=home, pg_bin=pg_bin, pg_user=pg_user)
+    ctx.obj = App.from_options(
+        dsn=dsn,
+        home=home,
+        pg_bin=pg_bin,
+        pg_user=pg_user,
+        timescaledb_license=timescaledb_license,
+    )
 
 
 def _register() -> None:

@@ -29,14 +29,23 @@ class App:
     home: Path
     pg_bin: Path
     pg_user: str
+    timescaledb_license: str = "apache"
 
     @classmethod
-    def from_options(cls, dsn: str | None, home: str | None, pg_bin: str, pg_user: str) -> App:
+    def from_options(
+        cls,
+        dsn: str | None,
+        home: str | None,
+        pg_bin: str,
+        pg_user: str,
+        timescaledb_license: str = "apache",
+    ) -> App:
         return cls(
             dsn_option=dsn or None,
             home=Path(home).expanduser() if home else default_home(),
             pg_bin=Path(pg_bin),
             pg_user=pg_user,
+            timescaledb_license=timescaledb_license,
         )
 
     @property
@@ -44,7 +53,7 @@ class App:
         return self.dsn_option is None
 
     def server(self) -> Server:
-        return server_for(self.home, self.pg_bin, self.pg_user)
+        return server_for(self.home, self.pg_bin, self.pg_user, self.timescaledb_license)
 
     def dsn(self, create: bool = False) -> str:
         """The database every command uses: --dsn/TAPELENS_DSN, else the embedded server of

@@ -1,0 +1,186 @@
+"""Columnstore compression of the cold history: the transfers and mounts no new log reaches.
+
+TimescaleDB's community edition can rewrite a hypertable's chunk into column batches of up to
+1,000 rows, each column compressed on its own (delta and run-length codes for times and numbers,
+dictionaries for repeated text). The transfer and mount history is what that suits: written once
+by a log load, then read whole by the marts, and by time range by everything else. A compressed
+chunk keeps accepting the rows of a late or rotated log (TimescaleDB decompresses the batches an
+insert or update touches), so loads stay correct; they are only slower there.
+
+The catalog (`tape_files`) is left as rows on purpose: every newer dump updates copies in place,
+by tuple id, and plans look copies up by path through an index, neither of which a compressed
+chunk offers. Its size with compression is measured by bench/bench_columnstore.py.
+
+The Apache-2 edition of TimescaleDB (the one Debian builds) has none of this: on it `compress`
+raises DatabaseError saying so, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+import psycopg
+from psycopg import sql
+
+from tapelens.db import timescaledb_edition
+from tapelens.errors import DatabaseError
+
+SCHEMA = "tapelens"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one history hypertable is laid out in column batches."""
+
+    table: str
+    # Rows of one batch share these values: few distinct ones, so batches stay full.
+    segment_by: tuple[str, ...]
+    # Within a segment, rows in this order: times in order compress to small deltas, and each
+    # batch's time range lets a query by time skip the batches outside it.
+    order_by: str
+
+
+LAYOUTS: tuple[Layout, ...] = (
+    Layout("transfers", ("source", "direction"), "started_at"),
+    Layout("mounts", ("source",), "mounted_at"),
+)
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """What one `compress` did to one hypertable; sizes are the whole hypertable's."""
+
+    table: str
+    compressed_now: int  # chunks compressed (or compressed again after a late load) by this call
+    compressed_before: int  # chunks compressed and complete before
+    left_as_rows: int  # chunks newer than the cut, kept as rows
+    bytes_before: int
+    bytes_after: int
+    policy_after: timedelta | None  # the background policy's age, when one was set
+
+
+def require_community_edition(conn: psycopg.Connection) -> None:
+    """Raise DatabaseError unless the server can compress chunks."""
+    edition = timescaledb_edition(conn)
+    if edition is None:
+        raise DatabaseError("TimescaleDB is not loaded on this server; run: tapelens db migrate")
+    if edition != "timescale":
+        raise DatabaseError(
+            "columnstore compression needs TimescaleDB's community edition, and this server runs"
+            " the Apache-2 edition (timescaledb.license = apache); on the embedded server install"
+            " the community edition's module and set TAPELENS_TIMESCALEDB_LICENSE=timescale"
+        )
+
+
+def compress(
+    conn: psycopg.Connection,
+    older_than: timedelta,
+    policy: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[Compressed]:
+    """Compress every chunk of the history hypertables whose whole time range is older than
+    `older_than`; with `policy`, also leave TimescaleDB a background job that does the same for
+    each chunk as it ages. Chunks compressed before are left alone, so running it again only
+    compresses what has aged since. Each chunk is compressed and committed on its own.
+    """
+    require_community_edition(conn)
+    return [_compress_table(conn, layout, older_than, policy, progress) for layout in LAYOUTS]
+
+
+def _compress_table(
+    conn: psycopg.Connection,
+    layout: Layout,
+    older_than: timedelta,
+    policy: bool,
+    progress: Callable[[str], None] | None,
+) -> Compressed:
+    name = f"{SCHEMA}.{layout.table}"
+    before = _size(conn, name)
+    _enable(conn, layout)
+    cold = [
+        str(r[0])
+        for r in conn.execute(
+            "select c::text from show_chunks(%s::regclass, older_than => %s) c order by 1",
+            [name, older_than],
+        ).fetchall()
+    ]
+    # Compressed and complete: nothing to do. A chunk a later load wrote into holds those rows
+    # beside its batches (TimescaleDB marks it partial, status bit 8, or unordered, bit 2) and
+    # is compressed again. Read from TimescaleDB's catalog: its information views do not say.
+    done_before = {
+        str(r[0])
+        for r in conn.execute(
+            "select format('%%I.%%I', c.schema_name, c.table_name)"
+            " from _timescaledb_catalog.chunk c"
+            " join _timescaledb_catalog.hypertable h on h.id = c.hypertable_id"
+            " where h.schema_name = %s and h.table_name = %s and not c.dropped"
+            " and c.status & 1 = 1 and c.status & (2 | 8) = 0",
+            [SCHEMA, layout.table],
+        ).fetchall()
+    }
+    total = conn.execute("select count(*) from show_chunks(%s::regclass)", [name]).fetchone()
+    todo = [c for c in cold if c not in done_before]
+    conn.commit()
+    for done, chunk in enumerate(todo, 1):
+        conn.execute("select compress_chunk(%s::regclass, if_not_compressed => true)", [chunk])
+        conn.commit()
+        if progress:
+            progress(f"{layout.table}: {done}/{len(todo)} chunks compressed")
+    policy_after: timedelta | None = None
+    if policy:
+        # Replaced rather than kept, so that a new --older-than takes effect.
+        conn.execute(
+            sql.SQL("select remove_compression_policy({}, if_exists => true)").format(
+                sql.Literal(name)
+            )
+        )
+        conn.execute(
+            sql.SQL("select add_compression_policy({}, compress_after => {})").format(
+                sql.Literal(name), sql.Literal(older_than)
+            )
+        )
+        conn.commit()
+        policy_after = older_than
+    return Compressed(
+        table=layout.table,
+        compressed_now=len(todo),
+        compressed_before=len(cold) - len(todo),
+        left_as_rows=int(total[0]) - len(cold) if total else 0,
+        bytes_before=before,
+        bytes_after=_size(conn, name),
+        policy_after=policy_after,
+    )
+
+
+def _enable(conn: psycopg.Connection, layout: Layout) -> None:
+    """Set the hypertable's column layout, unless it is set already (it cannot change while
+    chunks are compressed)."""
+    row = conn.execute(
+        "select compression_enabled from timescaledb_information.hypertables"
+        " where hypertable_schema = %s and hypertable_name = %s",
+        [SCHEMA, layout.table],
+    ).fetchone()
+    if row is None:
+        raise DatabaseError(
+            f"{SCHEMA}.{layout.table} is not a hypertable; run: tapelens db migrate"
+        )
+    if row[0]:
+        return
+    conn.execute(
+        sql.SQL(
+            "alter table {} set (timescaledb.compress, timescaledb.compress_segmentby = {},"
+            " timescaledb.compress_orderby = {})"
+        ).format(
+            sql.Identifier(SCHEMA, layout.table),
+            sql.Literal(", ".join(layout.segment_by)),
+            sql.Literal(layout.order_by),
+        )
+    )
+    conn.commit()
+
+
+def _size(conn: psycopg.Connection, name: str) -> int:
+    row = conn.execute("select hypertable_size(%s::regclass)", [name]).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
