@@ -303,6 +303,22 @@ def _build_indexes(
         cur.execute(definition)  # pg_indexes' own CREATE INDEX text for this table
 
 
+def _refuse_compressed_catalog(cur: psycopg.Cursor) -> None:
+    """A catalog load reads and updates stored copies by tuple id, which the rows inside a
+    compressed chunk do not have: say so before reading, rather than fail on the query."""
+    row = cur.execute(
+        "select count(*) from timescaledb_information.chunks"
+        " where hypertable_schema = 'tapelens' and hypertable_name = 'tape_files'"
+        " and is_compressed"
+    ).fetchone()
+    if row and row[0]:
+        raise DatabaseError(
+            f"tapelens.tape_files has {row[0]} compressed chunks, and a catalog load updates"
+            " stored copies in place, which compressed rows do not allow; decompress them first:"
+            " select decompress_chunk(c, true) from show_chunks('tapelens.tape_files') c"
+        )
+
+
 def _source_is_empty(conn: psycopg.Connection, source: str) -> bool:
     row = conn.execute(
         "select not exists (select 1 from tapelens.tape_files where source = %s)", [source]
@@ -427,6 +443,15 @@ def _load_group(
                 runs = _current_runs(conn, fmt, source, [f.sha for f in files], per_volume)
                 if runs is not None:
                     return unchanged(runs)
+                if fmt.kind == "catalog":
+                    _refuse_compressed_catalog(cur)
+                # Rows of a late log may land in compressed chunks of the history, which
+                # TimescaleDB then decompresses; its guard (100,000 rows a transaction by
+                # default) would fail the load, which is all-or-nothing and asked for.
+                cur.execute(
+                    "select set_config(name, '0', true) from pg_settings"
+                    " where name = 'timescaledb.max_tuples_decompressed_per_dml_transaction'"
+                )
                 dump = _Dump(dsn)
                 for f in files:
                     current = f

@@ -131,6 +131,12 @@ def test_loads_into_compressed_chunks_leave_what_uncompressed_ones_do(
 
     plain = fresh(community_server, "plain")
     packed = fresh(community_server, "packed")
+    # TimescaleDB stops a transaction that decompresses more rows than this (100,000 by
+    # default, which a site's late log passes): a load must not be stopped by it.
+    with psycopg.connect(community_server, autocommit=True) as conn:
+        conn.execute(
+            "alter database packed set timescaledb.max_tuples_decompressed_per_dml_transaction = 10"
+        )
     steps: list[tuple[ManifestInput, Path | None]] = [(i, None) for i in pvl]
     steps += [(transfers, halves[0]), (transfers, halves[1]), (transfers, None)]
     compressed = 0
@@ -187,3 +193,36 @@ def test_db_compress_shrinks_the_history_and_keeps_a_policy(
             " where proc_name = 'policy_compression'"
         ).fetchall()
     assert ages == [("60 days",)]
+
+
+def test_a_catalog_load_refuses_a_catalog_compressed_by_hand(
+    community_server: str, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    generate(site, site_params("bnl", files=1_000, seed=7))
+    dsn = fresh(community_server, "catalog")
+    items = read_manifest(site / "manifest.json")
+    catalog = next(i for i in items if i.format.kind == "catalog")
+    for item in items:
+        if item.format.kind in ("tapes", "catalog"):
+            load(dsn, item)
+    newer = tmp_path / "ls-P-newer.txt"
+    lines = catalog.path.read_text().splitlines(keepends=True)
+    newer.write_text("".join(line for n, line in enumerate(lines) if n % 50 != 7))
+    stored = "select count(*), count(removed_at) from tapelens.tape_files"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        before = conn.execute(stored).fetchone()
+        conn.execute(
+            "alter table tapelens.tape_files set (timescaledb.compress,"
+            " timescaledb.compress_segmentby = 'source, volume')"
+        )
+        conn.execute("select compress_chunk(c) from show_chunks('tapelens.tape_files') c")
+    with pytest.raises(DatabaseError, match="compressed chunks.*decompress_chunk"):
+        load(dsn, catalog, newer)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute(stored).fetchone() == before
+        conn.execute("select decompress_chunk(c, true) from show_chunks('tapelens.tape_files') c")
+    load(dsn, catalog, newer)
+    with psycopg.connect(dsn) as conn:
+        after = conn.execute(stored).fetchone()
+    assert after is not None and before is not None and after[1] > before[1]
