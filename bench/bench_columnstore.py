@@ -15,7 +15,7 @@ machine without it the script says so and stops. On one embedded server running 
   catalog   the catalog compressed by hand, as a site could (segments by source and volume,
             ordered by position), timed: tapelens does not do this, a catalog load refuses it
   after     the same sizes and queries, and a second late log of the same shape, timed
-  refused   `tapelens ingest catalog` of the same catalog again: refused, with its message
+  refused   `tapelens ingest catalog` of a newer dump (1% changed): refused, with its message
   restore   every catalog chunk decompressed, timed: what the next catalog load would cost
 
 Prints markdown tables (sizes per 100 M rows, query times and their ratios), the machine and
@@ -265,6 +265,7 @@ def decompress_catalog(dsn: str) -> float:
 def run(args: argparse.Namespace, server: str) -> None:
     work: Path = args.workdir
     catalog, tapes = work / "ls-P.txt.zst", work / "tapes.csv"
+    newer = work / "ls-P-newer.txt.zst"
     transfers, mounts = work / "transfers.csv.zst", work / "mounts.csv.zst"
     lates = [work / "late-1.csv.zst", work / "late-2.csv.zst"]
     end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
@@ -272,6 +273,7 @@ def run(args: argparse.Namespace, server: str) -> None:
     say("write")
     write_tapes(tapes, args.copies)
     write_catalog(catalog, args.copies, args.seed, newer=False)
+    write_catalog(newer, args.copies, args.seed, newer=True)
     write_csv(
         transfers,
         (
@@ -327,7 +329,7 @@ def run(args: argparse.Namespace, server: str) -> None:
         q_after = time_queries(dsn, paths, recent)
         say("late log after compression")
         timings["late after"] = measure([*late, str(lates[1])]).seconds
-        refused = _refused([*base, "ingest", "catalog", "--format", "hpss-lsp", str(catalog)])
+        refused = _refused([*base, "ingest", "catalog", "--format", "hpss-lsp", str(newer)])
         say("catalog decompressed")
         timings["catalog decompress"] = decompress_catalog(dsn)
         restored = sizes(dsn)["tape_files"][3]
