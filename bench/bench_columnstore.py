@@ -385,11 +385,11 @@ def report(
     for name, seconds in timings.items():
         print(f"| {name} | {seconds:.1f} |")
     print()
-    print(f"late logs: {late_rows[0]:,} and {late_rows[1]:,} rows (half already stored)")
+    print(f"- late logs: {late_rows[0]:,} and {late_rows[1]:,} rows (half already stored)")
     late_ratio = timings["late after"] / timings["late before"]
-    print(f"late log into compressed chunks / into rows: {late_ratio:.2f}")
-    print(f"catalog after decompressing every chunk: {restored / MB:,.0f} MB")
-    print(f"a catalog load over the compressed catalog: {refused}")
+    print(f"- late log into compressed chunks / into rows: {late_ratio:.2f}")
+    print(f"- catalog after decompressing every chunk: {restored / MB:,.0f} MB")
+    print(f"- a catalog load over the compressed catalog: {refused}")
 
 
 def main() -> None:

@@ -70,7 +70,8 @@ def require_community_edition(conn: psycopg.Connection) -> None:
         raise DatabaseError(
             "columnstore compression needs TimescaleDB's community edition, and this server runs"
             " the Apache-2 edition (timescaledb.license = apache); on the embedded server install"
-            " the community edition's module and set TAPELENS_TIMESCALEDB_LICENSE=timescale"
+            " the community edition's module, set TAPELENS_TIMESCALEDB_LICENSE=timescale and"
+            " start it again (db down, db up)"
         )
 
 

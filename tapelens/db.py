@@ -113,6 +113,10 @@ def timescaledb_version(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
+# timescaledb.license's values, as users know the editions.
+EDITIONS = {"apache": "Apache-2 edition", "timescale": "community edition"}
+
+
 def timescaledb_edition(conn: psycopg.Connection) -> str | None:
     """'apache' (the Apache-2 code alone) or 'timescale' (the community edition); None when
     TimescaleDB is not loaded."""

@@ -8,7 +8,7 @@ import click
 
 from tapelens.cli.common import App, pass_app
 from tapelens.columnstore import compress
-from tapelens.db import connection, redact
+from tapelens.db import EDITIONS, connection, redact, timescaledb_edition
 from tapelens.errors import ServerError
 from tapelens.ingest.migrations import migrate
 from tapelens.server import start, stop
@@ -39,6 +39,15 @@ def up(app: App) -> None:
     with connection(dsn) as conn:
         for m in migrate(conn, dsn):
             click.echo(f"applied migration {m.version:03d}_{m.name}", err=True)
+        running = timescaledb_edition(conn)
+    if running != app.timescaledb_license:
+        # A running server keeps the edition it started with.
+        click.echo(
+            f"the running server has TimescaleDB's {EDITIONS.get(running or '', running)};"
+            f" TAPELENS_TIMESCALEDB_LICENSE={app.timescaledb_license} takes effect when it"
+            " starts again (db down, then db up)",
+            err=True,
+        )
     click.echo(dsn)
 
 
@@ -94,9 +103,7 @@ def status_cmd(app: App) -> None:
         st = status(conn)
     click.echo(f"database     {redact(dsn)}")
     click.echo(f"server       PostgreSQL {st.server_version}")
-    edition = {"apache": "Apache-2 edition", "timescale": "community edition"}.get(
-        st.timescaledb_edition or "", "edition unknown"
-    )
+    edition = EDITIONS.get(st.timescaledb_edition or "", "edition unknown")
     shown = f"{st.timescaledb_version} ({edition})" if st.timescaledb_version else "not installed"
     click.echo(f"timescaledb  {shown}")
     click.echo(f"schema       version {st.schema_version}")

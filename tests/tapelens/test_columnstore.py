@@ -26,7 +26,7 @@ from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ingest_file
 from tapelens.ingest.manifest import ManifestInput, read_manifest
 from tapelens.ingest.migrations import migrate
-from tapelens.server import community_module, server_for, start, stop
+from tapelens.server import Server, community_module, server_for, start, stop
 from tapelens.world import generate, site_params
 from tests.conftest import PG_BIN, PG_USER, with_dbname
 from tests.fixtures.cli import run
@@ -69,14 +69,20 @@ def test_an_embedded_server_refuses_a_community_license_without_its_module(
 
 
 @pytest.fixture(scope="module")
-def community_server() -> Iterator[str]:
+def community_server(community: Server) -> str:
+    return community.dsn()
+
+
+@pytest.fixture(scope="module")
+def community() -> Iterator[Server]:
     """An embedded server running TimescaleDB's community edition, where its module exists."""
     if os.environ.get("TAPELENS_TEST_DSN") or community_module(PG_BIN) is None:
         pytest.skip("TimescaleDB's community edition is not installed beside the Apache-2 one")
     home = Path(tempfile.mkdtemp(prefix="tapelens-columnstore-"))
     server = server_for(home, PG_BIN, PG_USER, timescaledb_license="timescale")
     try:
-        yield start(server)
+        start(server)
+        yield server
     finally:
         stop(server)
         shutil.rmtree(home, ignore_errors=True)
@@ -226,3 +232,11 @@ def test_a_catalog_load_refuses_a_catalog_compressed_by_hand(
     with psycopg.connect(dsn) as conn:
         after = conn.execute(stored).fetchone()
     assert after is not None and before is not None and after[1] > before[1]
+
+
+def test_db_up_says_when_the_running_server_has_another_edition(community: Server) -> None:
+    res = run("--home", str(community.home), "db", "up")
+    assert res.returncode == 0, res.stderr
+    assert "community edition" in res.stderr and "db down, then db up" in res.stderr
+    res = run("--home", str(community.home), "--timescaledb-license", "timescale", "db", "up")
+    assert res.returncode == 0 and "edition" not in res.stderr
