@@ -147,7 +147,7 @@ def compress_cmd(app: App, older_than: int, policy: bool) -> None:
             progress=lambda said: click.echo(f"db compress: {said}", err=True),
         )
     click.echo(
-        f"{'table':<10} {'compressed':>10} {'before':>8} {'as rows':>8}"
+        f"{'table':<10} {'compressed':>10} {'already':>8} {'as rows':>8}"
         f" {'MB before':>10} {'MB after':>10} {'ratio':>6}"
     )
     for c in done:
