@@ -17,6 +17,7 @@ raises DatabaseError saying so, and changes nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -123,24 +124,31 @@ def _compress_table(
     }
     total = conn.execute("select count(*) from show_chunks(%s::regclass)", [name]).fetchone()
     todo = [c for c in cold if c not in done_before]
+    # Each chunk's bytes, for the rate and the time left, and the planner's row estimate of it
+    # (kept by ANALYZE and autovacuum; 0 before either has run), for the rows shown.
+    sizes: dict[str, tuple[int, int]] = {
+        str(c): (int(b), int(n))
+        for c, b, n in conn.execute(
+            "select c, pg_table_size(c::regclass), greatest(reltuples, 0)::bigint"
+            " from unnest(%s::text[]) c join pg_class on pg_class.oid = c::regclass",
+            [todo],
+        ).fetchall()
+    }
     conn.commit()
+    work = _Work(sum(b for b, _ in sizes.values()))
     for done, chunk in enumerate(todo, 1):
         conn.execute("select compress_chunk(%s::regclass, if_not_compressed => true)", [chunk])
         conn.commit()
+        work.add(*sizes.get(chunk, (0, 0)))
         if progress:
-            progress(f"{layout.table}: {done}/{len(todo)} chunks compressed")
+            progress(f"{layout.table}: {done}/{len(todo)} chunks compressed, {work}")
     policy_after: timedelta | None = None
     if policy:
         # Replaced rather than kept, so that a new --older-than takes effect.
+        conn.execute("select remove_compression_policy(%s::regclass, if_exists => true)", [name])
         conn.execute(
-            sql.SQL("select remove_compression_policy({}, if_exists => true)").format(
-                sql.Literal(name)
-            )
-        )
-        conn.execute(
-            sql.SQL("select add_compression_policy({}, compress_after => {})").format(
-                sql.Literal(name), sql.Literal(older_than)
-            )
+            "select add_compression_policy(%s::regclass, compress_after => %s)",
+            [name, older_than],
         )
         conn.commit()
         policy_after = older_than
@@ -153,6 +161,26 @@ def _compress_table(
         bytes_after=_size(conn, name),
         policy_after=policy_after,
     )
+
+
+class _Work:
+    """How far a compression has gone: bytes and estimated rows done, the rate, the time left."""
+
+    def __init__(self, total_bytes: int) -> None:
+        self.total_bytes, self.bytes, self.rows = total_bytes, 0, 0
+        self.started = time.monotonic()
+
+    def add(self, size_bytes: int, rows: int) -> None:
+        self.bytes += size_bytes
+        self.rows += rows
+
+    def __str__(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        said = f"{self.bytes / 2**20:,.0f} of {self.total_bytes / 2**20:,.0f} MB"
+        if self.rows:
+            said += f", about {self.rows:,} rows, {self.rows / elapsed:,.0f} rows/s"
+        left = max(self.total_bytes - self.bytes, 0) / max(self.bytes / elapsed, 1e-6)
+        return f"{said}, {elapsed:.0f} s, ETA {left:.0f} s"
 
 
 def _enable(conn: psycopg.Connection, layout: Layout) -> None:

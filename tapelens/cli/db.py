@@ -156,8 +156,10 @@ def compress_cmd(app: App, older_than: int, policy: bool) -> None:
             f"{c.table:<10} {c.compressed_now:>10} {c.compressed_before:>8} {c.left_as_rows:>8}"
             f" {c.bytes_before / MB:>10,.1f} {c.bytes_after / MB:>10,.1f} {ratio:>6}"
         )
-    if policy:
-        click.echo(f"policy: each chunk compressed once older than {older_than} days", err=True)
+    for c in done:
+        if c.policy_after is not None:
+            days = c.policy_after.days
+            click.echo(f"policy: {c.table} chunks compressed once older than {days} days", err=True)
 
 
 group = db

@@ -181,7 +181,7 @@ def test_db_compress_shrinks_the_history_and_keeps_a_policy(
     assert int(cells["transfers"][1]) > 0
     before_mb, after_mb = float(cells["transfers"][4]), float(cells["transfers"][5])
     assert after_mb < before_mb / 3, "the transfer history compresses several times over"
-    assert "chunks compressed" in res.stderr
+    assert "chunks compressed" in res.stderr and "ETA" in res.stderr
     with psycopg.connect(dsn) as conn:
         assert conn.execute("select count(*) from tapelens.transfers").fetchone() == rows_before
         policies = conn.execute(
