@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,11 +40,10 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import PER_VOLUME, TYPES, _mix, _path, write_catalog, write_tapes  # noqa: E402
-from common import TAPELENS, fresh_database, machine, measure  # noqa: E402
+from common import PG_BIN, TAPELENS, bench_server, fresh_database, machine, measure  # noqa: E402
 
-from tapelens.server import community_module, server_for, start, stop  # noqa: E402
+from tapelens.server import community_module  # noqa: E402
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 CHUNK = 1_000_000
 HISTORY = timedelta(days=730)
 DRIVES = 40
@@ -186,17 +182,6 @@ def late_log(path: Path, total: int, copies: int, end: datetime, seed: int) -> i
     return write_csv(path, iter(frames), 2 * picks.size)
 
 
-@contextmanager
-def community_server() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="tapelens-bench-cs-"))
-    server = server_for(home, PG_BIN, "postgres", timescaledb_license="timescale")
-    try:
-        yield start(server)
-    finally:
-        stop(server)
-        shutil.rmtree(home, ignore_errors=True)
-
-
 def sizes(dsn: str) -> dict[str, tuple[int, int, int, int]]:
     """Per hypertable: (heap, indexes, TOAST, total) bytes, compressed chunks included."""
     found = {}
@@ -235,6 +220,17 @@ def time_queries(dsn: str, paths: list[str], recent: list[str]) -> dict[str, flo
             best[name] = min(runs)
             say(f"  {name}: {best[name]:.3f} s")
     return best
+
+
+def state(
+    dsn: str, paths: list[str], recent: list[str], when: str
+) -> tuple[dict[str, tuple[int, int, int, int]], dict[str, float]]:
+    """Sizes and query times, after VACUUM ANALYZE (so both sides have their statistics)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("vacuum analyze")
+    found = sizes(dsn)
+    say(f"queries {when}")
+    return found, time_queries(dsn, paths, recent)
 
 
 def compress_catalog(dsn: str) -> float:
@@ -308,11 +304,7 @@ def run(args: argparse.Namespace, server: str) -> None:
             say(f"load {what}")
             timings[f"load {what}"] = measure(argv).seconds
         rows = counts(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("vacuum analyze")
-        before = sizes(dsn)
-        say("queries before")
-        q_before = time_queries(dsn, paths, recent)
+        before, q_before = state(dsn, paths, recent, "before")
         say("late log before compression")
         late = [*base, "ingest", "transfers", "--format", "csv"]
         timings["late before"] = measure([*late, str(lates[0])]).seconds
@@ -322,11 +314,7 @@ def run(args: argparse.Namespace, server: str) -> None:
         print(done.stdout, file=sys.stderr)
         say("catalog compressed by hand")
         timings["catalog compress"] = compress_catalog(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("vacuum analyze")
-        after = sizes(dsn)
-        say("queries after")
-        q_after = time_queries(dsn, paths, recent)
+        after, q_after = state(dsn, paths, recent, "after")
         say("late log after compression")
         timings["late after"] = measure([*late, str(lates[1])]).seconds
         refused = _refused([*base, "ingest", "catalog", "--format", "hpss-lsp", str(newer)])
@@ -408,7 +396,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     os.environ.pop("TAPELENS_DSN", None)
     try:
-        with community_server() as server:
+        with bench_server(None, timescaledb_license="timescale") as server:
             run(args, server)
     finally:
         for name in os.listdir(args.workdir):

@@ -22,6 +22,7 @@ from tapelens.server import server_for, start, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 TAPELENS = str(ROOT / ".venv" / "bin" / "tapelens")
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
 @dataclass(frozen=True)
@@ -63,13 +64,14 @@ def with_dbname(dsn: str, dbname: str) -> str:
 
 
 @contextmanager
-def bench_server(dsn: str | None = None) -> Iterator[str]:
-    """The server to benchmark on: TAPELENS_BENCH_DSN/--dsn, else an embedded one in a temp dir."""
+def bench_server(dsn: str | None = None, timescaledb_license: str = "apache") -> Iterator[str]:
+    """The server to benchmark on: TAPELENS_BENCH_DSN/--dsn, else an embedded one in a temp dir
+    (running TimescaleDB's community edition when `timescaledb_license` is "timescale")."""
     if dsn:
         yield dsn
         return
     home = Path(tempfile.mkdtemp(prefix="tapelens-bench-"))
-    server = server_for(home, Path("/usr/lib/postgresql/15/bin"), "postgres")
+    server = server_for(home, PG_BIN, "postgres", timescaledb_license)
     try:
         yield start(server)
     finally:

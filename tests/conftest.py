@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -39,10 +40,17 @@ def embedded_server() -> Iterator[Server | None]:
     if os.environ.get("TAPELENS_TEST_DSN"):
         yield None
         return
+    with temporary_server("tapelens-test-") as server:
+        yield server
+
+
+@contextmanager
+def temporary_server(prefix: str, timescaledb_license: str = "apache") -> Iterator[Server]:
+    """An embedded server in a home of its own, removed afterwards."""
     # Not under pytest's basetemp: pytest prunes old basetemp folders, which would pull the data
     # directory from under a server still used by a concurrent session.
-    home = Path(tempfile.mkdtemp(prefix="tapelens-test-"))
-    server = server_for(home, PG_BIN, PG_USER)
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    server = server_for(home, PG_BIN, PG_USER, timescaledb_license)
     try:
         start(server)
         yield server

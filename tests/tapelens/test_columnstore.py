@@ -9,8 +9,6 @@ completes) leave exactly the tables a database without compression has.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,9 +24,9 @@ from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ingest_file
 from tapelens.ingest.manifest import ManifestInput, read_manifest
 from tapelens.ingest.migrations import migrate
-from tapelens.server import Server, community_module, server_for, start, stop
+from tapelens.server import Server, community_module
 from tapelens.world import generate, site_params
-from tests.conftest import PG_BIN, PG_USER, with_dbname
+from tests.conftest import PG_BIN, temporary_server, with_dbname
 from tests.fixtures.cli import run
 
 ALL = timedelta(days=1)  # the generated history ends years ago: every chunk is older
@@ -78,14 +76,15 @@ def community() -> Iterator[Server]:
     """An embedded server running TimescaleDB's community edition, where its module exists."""
     if os.environ.get("TAPELENS_TEST_DSN") or community_module(PG_BIN) is None:
         pytest.skip("TimescaleDB's community edition is not installed beside the Apache-2 one")
-    home = Path(tempfile.mkdtemp(prefix="tapelens-columnstore-"))
-    server = server_for(home, PG_BIN, PG_USER, timescaledb_license="timescale")
-    try:
-        start(server)
+    with temporary_server("tapelens-columnstore-", timescaledb_license="timescale") as server:
         yield server
-    finally:
-        stop(server)
-        shutil.rmtree(home, ignore_errors=True)
+
+
+def generated(tmp_path: Path, files: int, seed: int) -> Path:
+    """A small synthetic site with its logs (BNL's systems: HPSS and its PVL mount logs)."""
+    site = tmp_path / "site"
+    generate(site, site_params("bnl", files=files, seed=seed))
+    return site
 
 
 def fresh(server_dsn: str, name: str) -> str:
@@ -122,8 +121,7 @@ def table(dsn: str, name: str) -> list[tuple[object, ...]]:
 def test_loads_into_compressed_chunks_leave_what_uncompressed_ones_do(
     community_server: str, tmp_path: Path
 ) -> None:
-    site = tmp_path / "site"
-    generate(site, site_params("bnl", files=3_000, seed=5))
+    site = generated(tmp_path, files=3_000, seed=5)
     items = read_manifest(site / "manifest.json")
     pvl = [i for i in items if i.format.kind == "mounts" and i.format.name == "hpss-pvl"]
     transfers = transfer_log(site)
@@ -167,8 +165,7 @@ def test_loads_into_compressed_chunks_leave_what_uncompressed_ones_do(
 def test_db_compress_shrinks_the_history_and_keeps_a_policy(
     community_server: str, tmp_path: Path
 ) -> None:
-    site = tmp_path / "site"
-    generate(site, site_params("bnl", files=3_000, seed=6))
+    site = generated(tmp_path, files=3_000, seed=6)
     dsn = fresh(community_server, "cli")
     load(dsn, transfer_log(site))
     with psycopg.connect(dsn) as conn:
@@ -204,8 +201,7 @@ def test_db_compress_shrinks_the_history_and_keeps_a_policy(
 def test_a_catalog_load_refuses_a_catalog_compressed_by_hand(
     community_server: str, tmp_path: Path
 ) -> None:
-    site = tmp_path / "site"
-    generate(site, site_params("bnl", files=1_000, seed=7))
+    site = generated(tmp_path, files=1_000, seed=7)
     dsn = fresh(community_server, "catalog")
     items = read_manifest(site / "manifest.json")
     catalog = next(i for i in items if i.format.kind == "catalog")
