@@ -29,6 +29,8 @@ class Status:
     schema_version: int
     timescaledb_edition: str | None  # 'apache' or 'timescale' (community), as the server says
     row_counts: dict[str, int | None] = field(default_factory=dict)  # None: table missing
+    # Per hypertable with compressed chunks: (compressed chunks, all chunks).
+    compressed_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def status(conn: psycopg.Connection) -> Status:
@@ -50,4 +52,14 @@ def status(conn: psycopg.Connection) -> Status:
         schema_version=schema_version(conn),
         timescaledb_edition=timescaledb_edition(conn),
         row_counts=counts,
+        compressed_chunks=_compressed_chunks(conn),
     )
+
+
+def _compressed_chunks(conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
+    rows = conn.execute(
+        "select hypertable_name, count(*) filter (where is_compressed), count(*)"
+        " from timescaledb_information.chunks where hypertable_schema = 'tapelens'"
+        " group by 1 having count(*) filter (where is_compressed) > 0"
+    ).fetchall()
+    return {str(name): (int(done), int(total)) for name, done, total in rows}

@@ -109,7 +109,9 @@ def status_cmd(app: App) -> None:
     click.echo(f"schema       version {st.schema_version}")
     for table, count in st.row_counts.items():
         shown = "missing" if count is None else f"{count:,}"
-        click.echo(f"  tapelens.{table:<16} {shown:>14}")
+        done, total = st.compressed_chunks.get(table, (0, 0))
+        packed = f"  ({done} of {total} chunks compressed)" if done else ""
+        click.echo(f"  tapelens.{table:<16} {shown:>14}{packed}")
 
 
 @db.command("compress")

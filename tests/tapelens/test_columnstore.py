@@ -186,6 +186,11 @@ def test_db_compress_shrinks_the_history_and_keeps_a_policy(
             " where proc_name = 'policy_compression' order by 1"
         ).fetchall()
     assert policies == [("mounts", "30 days"), ("transfers", "30 days")]
+    res = run("--dsn", dsn, "db", "status")
+    assert res.returncode == 0, res.stderr
+    assert "(community edition)" in res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if "tapelens.transfers" in ln)
+    assert line.endswith(f"({cells['transfers'][1]} of {cells['transfers'][1]} chunks compressed)")
     # Run again with another age: nothing left to compress, the policies follow the new age.
     res = run("--dsn", dsn, "db", "compress", "--older-than", "60", "--policy")
     assert res.returncode == 0, res.stderr
