@@ -52,6 +52,16 @@ MOUNT_EVERY = 20  # one mount for this many transfers
 RUNS = 3
 MB = 2**20
 TABLES = ("tape_files", "transfers", "mounts")
+# The files written into --workdir, and removed at the end.
+WRITTEN = (
+    "ls-P.txt.zst",
+    "ls-P-newer.txt.zst",
+    "tapes.csv",
+    "transfers.csv.zst",
+    "mounts.csv.zst",
+    "late-1.csv.zst",
+    "late-2.csv.zst",
+)
 
 # What the marts, plans and dashboards ask of these tables, each a shape that recurs.
 QUERIES: dict[str, str] = {
@@ -260,10 +270,7 @@ def decompress_catalog(dsn: str) -> float:
 
 def run(args: argparse.Namespace, server: str) -> None:
     work: Path = args.workdir
-    catalog, tapes = work / "ls-P.txt.zst", work / "tapes.csv"
-    newer = work / "ls-P-newer.txt.zst"
-    transfers, mounts = work / "transfers.csv.zst", work / "mounts.csv.zst"
-    lates = [work / "late-1.csv.zst", work / "late-2.csv.zst"]
+    catalog, newer, tapes, transfers, mounts, *lates = (work / name for name in WRITTEN)
     end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
     n_mounts = args.transfers // MOUNT_EVERY
     say("write")
@@ -399,9 +406,8 @@ def main() -> None:
         with bench_server(None, timescaledb_license="timescale") as server:
             run(args, server)
     finally:
-        for name in os.listdir(args.workdir):
-            if name.endswith((".zst", ".csv")):
-                (args.workdir / name).unlink()
+        for name in WRITTEN:  # only what this script wrote: the directory may hold other files
+            (args.workdir / name).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
