@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -99,6 +100,9 @@ def test_rerun_of_the_same_file_changes_nothing(dsn: str, tmp_path: Path) -> Non
     first = ingest_file(dsn, FAKE_CATALOG, f, OPTS)
     with psycopg.connect(dsn) as conn:
         before = conn.execute("select * from tapelens.tape_files order by copy_id").fetchall()
+        # The run records the file's digest: a later load of the same bytes finds it by it.
+        recorded = conn.execute("select sha256 from tapelens.ingest_runs").fetchall()
+    assert recorded == [(hashlib.sha256(f.read_bytes()).hexdigest(),)]
     again = ingest_file(dsn, FAKE_CATALOG, f, OPTS)
     assert again.status == "unchanged" and again.run_id == first.run_id
     with psycopg.connect(dsn) as conn:
