@@ -42,6 +42,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from tapelens.arrays import sorted_search
+from tapelens.columnstore import compressed_chunks
 from tapelens.db import connect, redact
 from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.frames import read_batches, read_batches_together, read_frame
@@ -303,17 +304,13 @@ def _build_indexes(
         cur.execute(definition)  # pg_indexes' own CREATE INDEX text for this table
 
 
-def _refuse_compressed_catalog(cur: psycopg.Cursor) -> None:
+def _refuse_compressed_catalog(conn: psycopg.Connection) -> None:
     """A catalog load reads and updates stored copies by tuple id, which the rows inside a
     compressed chunk do not have: say so before reading, rather than fail on the query."""
-    row = cur.execute(
-        "select count(*) from timescaledb_information.chunks"
-        " where hypertable_schema = 'tapelens' and hypertable_name = 'tape_files'"
-        " and is_compressed"
-    ).fetchone()
-    if row and row[0]:
+    done, _ = compressed_chunks(conn).get("tape_files", (0, 0))
+    if done:
         raise DatabaseError(
-            f"tapelens.tape_files has {row[0]} compressed chunks, and a catalog load updates"
+            f"tapelens.tape_files has {done} compressed chunks, and a catalog load updates"
             " stored copies in place, which compressed rows do not allow; decompress them first:"
             " select decompress_chunk(c, true) from show_chunks('tapelens.tape_files') c"
         )
@@ -444,7 +441,7 @@ def _load_group(
                 if runs is not None:
                     return unchanged(runs)
                 if fmt.kind == "catalog":
-                    _refuse_compressed_catalog(cur)
+                    _refuse_compressed_catalog(conn)
                 # Rows of a late log may land in compressed chunks of the history, which
                 # TimescaleDB then decompresses; its guard (100,000 rows a transaction by
                 # default) would fail the load, which is all-or-nothing and asked for.

@@ -62,6 +62,18 @@ class Compressed:
     policy_after: timedelta | None  # the background policy's age, when one was set
 
 
+def compressed_chunks(conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
+    """Per tapelens hypertable with compressed chunks: (compressed chunks, all chunks). Any
+    edition answers (the Apache-2 one has none)."""
+    rows = conn.execute(
+        "select hypertable_name, count(*) filter (where is_compressed), count(*)"
+        " from timescaledb_information.chunks where hypertable_schema = %s"
+        " group by 1 having count(*) filter (where is_compressed) > 0",
+        [SCHEMA],
+    ).fetchall()
+    return {str(name): (int(done), int(total)) for name, done, total in rows}
+
+
 def require_community_edition(conn: psycopg.Connection) -> None:
     """Raise DatabaseError unless the server can compress chunks."""
     edition = timescaledb_edition(conn)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
+from tapelens.columnstore import compressed_chunks
 from tapelens.db import timescaledb_edition, timescaledb_version
 from tapelens.ingest.migrations import schema_version
 
@@ -52,14 +53,5 @@ def status(conn: psycopg.Connection) -> Status:
         schema_version=schema_version(conn),
         timescaledb_edition=timescaledb_edition(conn),
         row_counts=counts,
-        compressed_chunks=_compressed_chunks(conn),
+        compressed_chunks=compressed_chunks(conn),
     )
-
-
-def _compressed_chunks(conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
-    rows = conn.execute(
-        "select hypertable_name, count(*) filter (where is_compressed), count(*)"
-        " from timescaledb_information.chunks where hypertable_schema = 'tapelens'"
-        " group by 1 having count(*) filter (where is_compressed) > 0"
-    ).fetchall()
-    return {str(name): (int(done), int(total)) for name, done, total in rows}
