@@ -120,22 +120,22 @@ def _compress_table(
             [name, older_than],
         ).fetchall()
     ]
-    # Compressed and complete: nothing to do. A chunk a later load wrote into holds those rows
-    # beside its batches (TimescaleDB marks it partial, status bit 8, or unordered, bit 2) and
-    # is compressed again. Read from TimescaleDB's catalog: its information views do not say.
-    done_before = {
-        str(r[0])
-        for r in conn.execute(
-            "select format('%%I.%%I', c.schema_name, c.table_name)"
+    # Every chunk, and whether it is compressed and complete (nothing to do). A chunk a later
+    # load wrote into holds those rows beside its batches (TimescaleDB marks it partial, status
+    # bit 8, or unordered, bit 2) and is compressed again. Read from TimescaleDB's catalog: its
+    # information views do not say.
+    complete = {
+        str(c): bool(ok)
+        for c, ok in conn.execute(
+            "select format('%%I.%%I', c.schema_name, c.table_name),"
+            " c.status & 1 = 1 and c.status & (2 | 8) = 0"
             " from _timescaledb_catalog.chunk c"
             " join _timescaledb_catalog.hypertable h on h.id = c.hypertable_id"
-            " where h.schema_name = %s and h.table_name = %s and not c.dropped"
-            " and c.status & 1 = 1 and c.status & (2 | 8) = 0",
+            " where h.schema_name = %s and h.table_name = %s and not c.dropped",
             [SCHEMA, layout.table],
         ).fetchall()
     }
-    total = conn.execute("select count(*) from show_chunks(%s::regclass)", [name]).fetchone()
-    todo = [c for c in cold if c not in done_before]
+    todo = [c for c in cold if not complete.get(c, False)]
     # Each chunk's bytes, for the rate and the time left, and the planner's row estimate of it
     # (kept by ANALYZE and autovacuum; 0 before either has run), for the rows shown.
     sizes: dict[str, tuple[int, int]] = {
@@ -168,7 +168,7 @@ def _compress_table(
         table=layout.table,
         compressed_now=len(todo),
         compressed_before=len(cold) - len(todo),
-        left_as_rows=int(total[0]) - len(cold) if total else 0,
+        left_as_rows=len(complete) - len(cold),
         bytes_before=before,
         bytes_after=_size(conn, name),
         policy_after=policy_after,
