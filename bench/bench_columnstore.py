@@ -39,7 +39,7 @@ import zstandard
 from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import PER_VOLUME, TYPES, _mix, _path, write_catalog, write_tapes  # noqa: E402
+from bench_scale import PER_VOLUME, _mix, paths_of, write_catalog, write_tapes  # noqa: E402
 from common import PG_BIN, TAPELENS, bench_server, fresh_database, machine, measure  # noqa: E402
 
 from tapelens.server import community_module  # noqa: E402
@@ -100,14 +100,6 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _paths(i: np.ndarray) -> pl.Series:
-    frame = pl.DataFrame({"i": i}).with_columns(ds=(pl.col("i") // 600) * 3 + pl.col("i") % 3)
-    frame = frame.with_columns(
-        kind=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(TYPES))
-    )
-    return frame.select(p=_path(pl.col("i"), pl.col("ds"), pl.col("kind")))["p"]
-
-
 def transfers_of(k: np.ndarray, total: int, copies: int, end: datetime) -> pl.DataFrame:
     """Transfers number k of `total`, evenly over HISTORY up to `end`, in time order: each a
     copy drawn at random (so a volume's reads spread over the history), 90% reads."""
@@ -117,7 +109,7 @@ def transfers_of(k: np.ndarray, total: int, copies: int, end: datetime) -> pl.Da
     size = 100_000_000 + (i * 7919) % 2_200_000_000
     read = _mix(k, 22) < 0.9
     failed = _mix(k, 23) < 0.01
-    path = _paths(i)
+    path = paths_of(i)
     return pl.DataFrame(
         {
             "direction": np.where(read, "read", "write"),
@@ -295,7 +287,7 @@ def run(args: argparse.Namespace, server: str) -> None:
     )
     late_rows = [late_log(p, args.transfers, args.copies, end, 40 + n) for n, p in enumerate(lates)]
     rng = np.random.default_rng(args.seed)
-    paths = _paths(rng.choice(args.copies, 1000, replace=False)).to_list()
+    paths = paths_of(rng.choice(args.copies, 1000, replace=False)).to_list()
     recent_at = args.transfers - 1 - rng.choice(args.transfers // 24, 1000, replace=False)
     recent = transfers_of(recent_at, args.transfers, args.copies, end)["path"].to_list()
 

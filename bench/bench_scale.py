@@ -247,14 +247,18 @@ def request_paths(path: Path, copies: int, requests: int, seed: int, spread: flo
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(copies, size=min(requests, copies), replace=False))
     picked = picked[change_draw(picked, seed, spread) >= GONE]
-    i = pl.Series("i", picked)
-    ds = (i // 600) * 3 + i % 3
-    frame = pl.DataFrame({"i": i, "ds": ds}).with_columns(
-        kind=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(TYPES))
-    )
-    paths = frame.select(_path(pl.col("i"), pl.col("ds"), pl.col("kind")).alias("p"))["p"]
+    paths = paths_of(picked)
     path.write_text("\n".join(paths.to_list()) + "\n")
     return len(paths)
+
+
+def paths_of(i: np.ndarray) -> pl.Series:
+    """The paths of copies number i, as the catalog lists them."""
+    frame = pl.DataFrame({"i": i}).with_columns(ds=(pl.col("i") // 600) * 3 + pl.col("i") % 3)
+    frame = frame.with_columns(
+        kind=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(TYPES))
+    )
+    return frame.select(p=_path(pl.col("i"), pl.col("ds"), pl.col("kind")))["p"]
 
 
 def _progress(what: str, done: int, total: int, started: float) -> None:

@@ -20,14 +20,13 @@ from psycopg import sql
 from tapelens.columnstore import LAYOUTS, compress
 from tapelens.errors import DatabaseError
 from tapelens.ingest.formats import lookup
-from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import ingest_file
 from tapelens.ingest.manifest import ManifestInput, read_manifest
 from tapelens.ingest.migrations import migrate
 from tapelens.server import Server, community_module
 from tapelens.world import generate, site_params
 from tests.conftest import PG_BIN, temporary_server, with_dbname
 from tests.fixtures.cli import run
+from tests.fixtures.generated_site import load_input
 
 ALL = timedelta(days=1)  # the generated history ends years ago: every chunk is older
 
@@ -99,14 +98,6 @@ def fresh(server_dsn: str, name: str) -> str:
     return dsn
 
 
-def load(dsn: str, item: ManifestInput, path: Path | None = None) -> None:
-    options = ParseOptions(
-        source=item.source or item.format.source, extra=item.extra, **item.options
-    )
-    result = ingest_file(dsn, item.format, path or item.path, options)
-    assert result.rejects == 0, result.rejects_summary
-
-
 def transfer_log(site: Path) -> ManifestInput:
     """The site's transfers in the canonical CSV (the manifest loads another view of them)."""
     return ManifestInput(site / "logs" / "transfers.csv", lookup("transfers", "csv"), None, {}, {})
@@ -145,8 +136,8 @@ def test_loads_into_compressed_chunks_leave_what_uncompressed_ones_do(
     steps += [(transfers, halves[0]), (transfers, halves[1]), (transfers, None)]
     compressed = 0
     for item, path in steps:
-        load(plain, item, path)
-        load(packed, item, path)
+        load_input(plain, item, path)
+        load_input(packed, item, path)
         with psycopg.connect(packed) as conn:
             compressed += sum(c.compressed_now for c in compress(conn, ALL))
     assert compressed >= 2 * len(steps) - 1, "every load reached a compressed chunk"
@@ -167,7 +158,7 @@ def test_db_compress_shrinks_the_history_and_keeps_a_policy(
 ) -> None:
     site = generated(tmp_path, files=3_000, seed=6)
     dsn = fresh(community_server, "cli")
-    load(dsn, transfer_log(site))
+    load_input(dsn, transfer_log(site))
     with psycopg.connect(dsn) as conn:
         rows_before = conn.execute("select count(*) from tapelens.transfers").fetchone()
     res = run("--dsn", dsn, "db", "compress", "--older-than", "30", "--policy")
@@ -212,7 +203,7 @@ def test_a_catalog_load_refuses_a_catalog_compressed_by_hand(
     catalog = next(i for i in items if i.format.kind == "catalog")
     for item in items:
         if item.format.kind in ("tapes", "catalog"):
-            load(dsn, item)
+            load_input(dsn, item)
     newer = tmp_path / "ls-P-newer.txt"
     lines = catalog.path.read_text().splitlines(keepends=True)
     newer.write_text("".join(line for n, line in enumerate(lines) if n % 50 != 7))
@@ -225,11 +216,11 @@ def test_a_catalog_load_refuses_a_catalog_compressed_by_hand(
         )
         conn.execute("select compress_chunk(c) from show_chunks('tapelens.tape_files') c")
     with pytest.raises(DatabaseError, match="compressed chunks.*decompress_chunk"):
-        load(dsn, catalog, newer)
+        load_input(dsn, catalog, newer)
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute(stored).fetchone() == before
         conn.execute("select decompress_chunk(c, true) from show_chunks('tapelens.tape_files') c")
-    load(dsn, catalog, newer)
+    load_input(dsn, catalog, newer)
     with psycopg.connect(dsn) as conn:
         after = conn.execute(stored).fetchone()
     assert after is not None and before is not None and after[1] > before[1]
