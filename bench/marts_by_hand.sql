@@ -1,7 +1,8 @@
 -- The marts of a full `tapelens marts build`, written by hand as a DBA would: every table the
--- build materialises, with the same rows, in schema bench_hand. The copies are read once (one
--- scan of tape_files joined to tapes builds fct_file_gaps); everything else is derived from that
--- table or from the small per dataset x volume tables. Derived data is unlogged (it can be
+-- build materialises, with the same rows, in schema bench_hand. The copies are read twice (one
+-- scan of tape_files joined to tapes builds fct_file_gaps, another finds the files with more
+-- than one live copy, by file id, which fct_file_gaps does not carry); everything else is
+-- derived from those tables or from the small per dataset x volume tables. Derived data is unlogged (it can be
 -- rebuilt), each table is analysed before the next statement reads it, and the tables get the
 -- indexes the dbt build gives them. Statements are separated by lines holding only ";;" so that
 -- bench_models.py can time each one. Values of the dbt vars: small_file_bytes 1e9,
@@ -22,7 +23,7 @@ select coalesce(greatest(
 create unlogged table bench_hand.fct_file_gaps as
 with copies as (
     select
-        f.source, f.copy_id, f.written_at, f.file_id, f.path, f.dataset, f.dataset_type,
+        f.source, f.copy_id, f.written_at, f.dataset, f.dataset_type,
         f.experiment, f.size_bytes, f.volume, coalesce(t.media_type, 'unknown') as media_type,
         f.position, f.offset_bytes, f.aggregate_id, f.copy_no
     from tapelens.tape_files as f
@@ -59,7 +60,7 @@ gaps as (
     from ordered as o
 )
 select
-    source, copy_id, written_at, file_id, path, dataset, dataset_type, experiment, size_bytes,
+    source, copy_id, written_at, dataset, dataset_type, experiment, size_bytes,
     volume, media_type, position, offset_bytes, aggregate_id, copy_no, file_rank,
     prev_position, posdiff, gap_bytes,
     case when posdiff between 1 and 99 then gap_bytes else 0 end as read_through_bytes,
@@ -79,9 +80,18 @@ analyze bench_hand.fct_file_gaps
 ;;
 -- duplicates: the few files with more than one live copy found by one hash aggregate, ranked
 create unlogged table bench_hand.int_copies__duplicated as
-with duplicated as (
+with copies as (
+    select
+        f.source, f.copy_id, f.written_at, f.file_id, f.path, f.dataset, f.dataset_type,
+        f.size_bytes, f.volume, f.position, f.copy_no,
+        coalesce(t.media_type, 'unknown') as media_type
+    from tapelens.tape_files as f
+    left join tapelens.tapes as t on t.volume = f.volume
+    where f.removed_at is null and coalesce(t.state, 'unknown') not in ('repacked', 'destroyed')
+),
+duplicated as (
     select source, file_id
-    from bench_hand.fct_file_gaps
+    from copies
     group by source, file_id
     having count(*) > 1
 ),
@@ -92,13 +102,14 @@ ranked as (
             partition by g.source, g.file_id order by g.written_at, g.copy_no, g.copy_id
         ) as copy_rank,
         count(*) over (partition by g.source, g.file_id) as file_copies
-    from bench_hand.fct_file_gaps as g
+    from copies as g
     inner join duplicated as d on d.source = g.source and d.file_id = g.file_id
 )
 select
     source, copy_id, written_at, file_id, path, dataset, dataset_type, size_bytes, volume,
     position, media_type, copy_rank, file_copies, copy_rank = 1 as is_first_copy,
-    copy_rank = file_copies as is_newest_copy, watermark_run_id
+    copy_rank = file_copies as is_newest_copy,
+    (select run_id from bench_hand.watermark) as watermark_run_id
 from ranked
 ;;
 create index on bench_hand.int_copies__duplicated (source, file_id)

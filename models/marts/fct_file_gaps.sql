@@ -16,13 +16,14 @@
 -- Each live copy on its tape, in its dataset's position order on that volume (position, then
 -- offset inside an aggregate), with the gap before it. Byte gaps come from the tape objects
 -- along the volume: an aggregate is one object whose size is the sum of its members.
+-- A copy is named by its key (source, copy_id, written_at); its path and file id stay in the
+-- catalog. They were half of this table's bytes (two copies of a 110-byte path a row at an
+-- HPSS site) and widened every sort below, and no mart or chart reads them here.
 with copies as (
     select
         source,
         copy_id,
         written_at,
-        file_id,
-        path,
         dataset,
         dataset_type,
         experiment,
@@ -80,8 +81,6 @@ final as (
         source,
         copy_id,
         written_at,
-        file_id,
-        path,
         dataset,
         dataset_type,
         experiment,

@@ -54,8 +54,9 @@ def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) 
     assert watermarks(models_dsn, "fct_dataset_tape_gaps")["V5"] == before["V5"]
     (a8,) = rows(
         models_dsn,
-        "select prev_position, posdiff, gap_class from tapelens_marts.fct_file_gaps "
-        f"where path = '{sample.A}/A8.AOD.root'",
+        "select prev_position, posdiff, gap_class from tapelens_marts.fct_file_gaps"
+        " join tapelens.tape_files using (source, copy_id, written_at)"
+        f" where path = '{sample.A}/A8.AOD.root'",
     )
     assert (a8["prev_position"], a8["posdiff"], a8["gap_class"]) == (7, 199, "locate")
     incremental = snapshot(models_dsn)

@@ -90,7 +90,11 @@ def test_gap_conventions_on_a_tape(built: BuildSummary, models_dsn: str) -> None
 
 
 def test_removed_and_repacked_copies_left_out(built: BuildSummary, models_dsn: str) -> None:
-    found = rows(models_dsn, "select path, volume from tapelens_marts.fct_file_gaps")
+    found = rows(
+        models_dsn,
+        "select f.path, g.volume from tapelens_marts.fct_file_gaps g"
+        " join tapelens.tape_files f using (source, copy_id, written_at)",
+    )
     assert len(found) == 15
     paths = {r["path"] for r in found}
     assert f"{sample.A}/A9.AOD.root" not in paths  # removed from the catalog
