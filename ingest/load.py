@@ -179,6 +179,14 @@ def _copy_text(frame: pl.DataFrame) -> memoryview:
     return out.getbuffer()
 
 
+def _file_id_where_not_path(frame: pl.DataFrame) -> pl.DataFrame:
+    """The catalog stores a file id only where it is not the path (migration 020): the rest
+    would hold the path twice. Done after the row digest, which keeps seeing the file id."""
+    return frame.with_columns(
+        pl.when(pl.col("file_id") != pl.col("path")).then(pl.col("file_id")).alias("file_id")
+    )
+
+
 def _ident(*parts: str) -> sql.Composable:
     return sql.Identifier(*parts)
 
@@ -1229,6 +1237,7 @@ def _encoded_batches(
                             keep, frame = known.changed(frame, digest, fmt.listing_ranks)
                             frame = frame.filter(keep)
                         frame = with_datasets(frame, rules) if frame.height else frame
+                        frame = _file_id_where_not_path(frame)
                     frame = frame.select(*columns, LINE_NO)
                     payload = _copy_text(frame.drop(LINE_NO))
                 if not out.put((batch, payload, frame, vols, listed)):

@@ -35,9 +35,9 @@ def duplicated_datasets(
     condition = sql.SQL(" and ").join(where)
     query = sql.SQL(
         """select distinct dataset from tapelens.tape_files
-           where {condition} and file_id in (
-               select file_id from tapelens.tape_files where {condition}
-               group by file_id having count(*) > 1)
+           where {condition} and coalesce(file_id, path) in (
+               select coalesce(file_id, path) from tapelens.tape_files where {condition}
+               group by 1 having count(*) > 1)
            order by dataset"""
     ).format(condition=condition)
     try:

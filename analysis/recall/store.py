@@ -52,8 +52,10 @@ CATALOG_SCHEMA: dict[str, Any] = {
 # scanned once: the copies the requests name directly (by path or dataset) are kept whole, and
 # only the other copies of their files (under another path, or named by file id) are looked up
 # through the indexes, which usually find few or none.
-_COPY_COLUMNS = """f.source, f.copy_id, f.file_id, f.path, f.dataset, f.size_bytes, f.volume,
-    f.position, f.offset_bytes, f.aggregate_id, f.copy_no, f.written_at, f.other_volumes"""
+# A stored file id of null means the file's identity is its path (migration 020).
+_COPY_COLUMNS = """f.source, f.copy_id, coalesce(f.file_id, f.path) as file_id, f.path, f.dataset,
+    f.size_bytes, f.volume, f.position, f.offset_bytes, f.aggregate_id, f.copy_no, f.written_at,
+    f.other_volumes"""
 _HITS = {
     "path": f"""select {_COPY_COLUMNS} from tapelens.tape_files f
     join plan_requests r on r.kind = 'path' and f.path = r.key where f.removed_at is null""",
@@ -81,7 +83,7 @@ _AFTER_HITS = (
             where h.source = f.source and h.copy_id = f.copy_id and h.written_at = f.written_at)
         union all
         select {_COPY_COLUMNS} from tapelens.tape_files f join plan_lookup w on w.file_id = f.path
-        where f.removed_at is null and f.file_id = f.path
+        where f.removed_at is null and (f.file_id is null or f.file_id = f.path)
     ) as copies order by volume, position""",
     "analyze plan_copies",
 )
@@ -337,6 +339,14 @@ def planning_inputs(
     return catalog, params, dict(params_store.readable_by(conn))
 
 
+# What a request of each kind names, in a catalog row.
+_NAMED_BY = {
+    "path": sql.SQL("f.path"),
+    "file_id": sql.SQL("coalesce(f.file_id, f.path)"),
+    "dataset": sql.SQL("f.dataset"),
+}
+
+
 def with_not_found_causes(conn: psycopg.Connection, plan: RecallPlan) -> RecallPlan:
     """The plan with a `cause` for each request the live catalog does not know: removed from
     the catalog (with the date of the newest removal), or never in it."""
@@ -351,9 +361,9 @@ def with_not_found_causes(conn: psycopg.Connection, plan: RecallPlan) -> RecallP
                 continue
             query = sql.SQL(
                 "select k.key, max(f.removed_at) from unnest(%s::text[]) as k(key)"
-                " join tapelens.tape_files f on f.{} = k.key"
+                " join tapelens.tape_files f on {} = k.key"
                 " where f.removed_at is not null group by k.key"
-            ).format(sql.Identifier(kind))
+            ).format(_NAMED_BY[kind])
             removed += [(kind, key, at) for key, at in conn.execute(query, [keys]).fetchall()]
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
@@ -379,7 +389,7 @@ left join (
 ) f on f.volume = t.volume
 """
 _LIVE_COPIES = """
-select f.file_id, f.path, f.size_bytes, f.volume, f.position, f.offset_bytes,
+select coalesce(f.file_id, f.path) as file_id, f.path, f.size_bytes, f.volume, f.position, f.offset_bytes,
        extract(epoch from f.written_at) as written_at, f.copy_no
 from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'unknown') <> all({})

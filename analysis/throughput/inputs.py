@@ -225,7 +225,8 @@ def _live_copies(conn: psycopg.Connection, where: list[sql.Composable]) -> pl.Da
     conditions = sql.SQL(" and ").join([sql.SQL("removed_at is null"), *where])
     query = sql.SQL(
         """with wanted as (
-               select source, copy_id, path, dataset, dataset_type, file_id, volume, position,
+               select source, copy_id, path, dataset, dataset_type,
+                      coalesce(file_id, path) as file_id, volume, position,
                       offset_bytes, aggregate_id, size_bytes, copy_no, written_at, checksum
                from tapelens.tape_files where {}
            ), {}

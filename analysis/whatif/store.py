@@ -61,7 +61,8 @@ addressed as (
                rows between unbounded preceding and 1 preceding), 0)::bigint as object_start
     from objects
 )
-select f.file_id, f.path, f.dataset, f.dataset_type, f.experiment, f.size_bytes, f.volume,
+select coalesce(f.file_id, f.path) as file_id, f.path, f.dataset, f.dataset_type, f.experiment,
+       f.size_bytes, f.volume,
        f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
        extract(epoch from f.written_at) as written_at,
        a.object_start + coalesce(f.offset_bytes, 0) as start_bytes,

@@ -6,7 +6,8 @@ final as (
     select
         source,
         copy_id,
-        file_id,
+        -- stored only where it is not the path (a null file id means the path is the identity)
+        coalesce(file_id, path) as file_id,
         path,
         dataset,
         dataset_type,

@@ -87,12 +87,13 @@ def test_load_derives_datasets_and_registers_tapes(dsn: str, tmp_path: Path) -> 
         ).fetchall()
         run = conn.execute("select rows, rejects, status from tapelens.ingest_runs").fetchall()
         ids = conn.execute(
-            "select copy_id, file_id from tapelens.tape_files"
+            "select copy_id, file_id, coalesce(file_id, path) from tapelens.tape_files"
             " where volume = 'VTS104L7' order by position"
         ).fetchall()
     assert tapes == [("A85532", "unknown", "unknown"), ("VTS104L7", "LTO-7", "barcode")]
     assert run == [(3, 0, "loaded")]
-    assert ids[0] == ("VTS104L7:1:", "/atlas/data18/d1/AOD.1._0001.pool.root.1")
+    # HPSS has no file identity but the path: the file id is not stored again (migration 020)
+    assert ids[0] == ("VTS104L7:1:", None, "/atlas/data18/d1/AOD.1._0001.pool.root.1")
 
 
 def test_rerun_of_the_same_file_changes_nothing(dsn: str, tmp_path: Path) -> None:
