@@ -389,8 +389,8 @@ left join (
 ) f on f.volume = t.volume
 """
 _LIVE_COPIES = """
-select coalesce(f.file_id, f.path) as file_id, f.path, f.size_bytes, f.volume, f.position, f.offset_bytes,
-       extract(epoch from f.written_at) as written_at, f.copy_no
+select coalesce(f.file_id, f.path) as file_id, f.path, f.size_bytes, f.volume, f.position,
+       f.offset_bytes, extract(epoch from f.written_at) as written_at, f.copy_no
 from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'unknown') <> all({})
 """

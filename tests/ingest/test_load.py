@@ -416,6 +416,37 @@ def test_names_with_backslashes_tabs_and_null_markers_load_as_written(
     assert indexes(dsn) == before
 
 
+def test_a_file_id_is_stored_only_where_it_is_not_the_path(dsn: str, tmp_path: Path) -> None:
+    from analysis.recall.planner import PlanOptions
+    from analysis.recall.requests import requests_frame
+    from analysis.recall.store import plan_from_database
+    from tapelens.ingest.formats import lookup
+
+    f = tmp_path / "ids.csv"
+    f.write_text(
+        "volume,position,size_bytes,path,file_id,written_at\n"
+        "V00001L8,1,10,/d/a,/d/a,2024-01-02T03:04:05Z\n"
+        "V00001L8,2,10,/d/b,4711,2024-01-02T03:04:06Z\n"
+        "V00002L8,1,10,/d/c,,2024-01-02T03:04:07Z\n"
+    )
+    opts = ParseOptions(source="ids")
+    assert ingest_file(dsn, lookup("catalog", "csv"), f, opts).rows == 3
+    query = "select path, file_id from tapelens.tape_files where source = 'ids' order by path"
+    assert stored(dsn, query) == [("/d/a", None), ("/d/b", "4711"), ("/d/c", None)]
+    # A newer dump listing the same copies (in another order) matches them all: no row written.
+    rows_of = "select path, xmin::text from tapelens.tape_files where source = 'ids' order by path"
+    before = stored(dsn, rows_of)
+    lines = f.read_text().splitlines()
+    again = write(tmp_path / "ids-again.csv", [lines[0], *reversed(lines[1:])])
+    assert ingest_file(dsn, lookup("catalog", "csv"), again, opts).status == "loaded"
+    assert stored(dsn, rows_of) == before
+    # Readers see each file's identity: its path where none other was stored.
+    asked = requests_frame(["/d/a", "4711", "/d/c"], "file_id")
+    with psycopg.connect(dsn) as conn:
+        plan, _ = plan_from_database(conn, asked, PlanOptions(drives=(("LTO-8", 1),)))
+    assert sorted(plan.schedule.files["file_id"].to_list()) == ["/d/a", "/d/c", "4711"]
+
+
 def index_ids(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn) as conn:
         return {

@@ -118,7 +118,7 @@ def rewrite_collocated(conn: psycopg.Connection, dataset: str) -> None:
     position order on new tapes of its main media type, filled to capacity; the old copies
     marked removed."""
     rows = conn.execute(
-        """select t.file_id, t.volume, t.position, t.offset_bytes, t.size_bytes,
+        """select coalesce(t.file_id, t.path), t.volume, t.position, t.offset_bytes, t.size_bytes,
                   coalesce(tp.media_type, 'unknown'), t.copy_no
            from tapelens.tape_files as t left join tapelens.tapes as tp using (volume)
            where t.dataset = %s and t.removed_at is null""",
@@ -167,7 +167,7 @@ def rewrite_collocated(conn: psycopg.Connection, dataset: str) -> None:
                       case when offset_bytes is null then null else %s end, 1, written_at,
                       ingest_run_id
                from tapelens.tape_files
-               where file_id = %s and volume = %s and position = %s""",
+               where coalesce(file_id, path) = %s and volume = %s and position = %s""",
             [
                 (
                     f"repacked:{r['file_id']}",
