@@ -417,7 +417,7 @@ per_volume_copies as (
         sum(v.copy_bytes - v.first_bytes)::bigint as duplicate_bytes,
         coalesce(sum(v.copies) filter (where v.first_copies = 0), 0)::bigint as stray_copies,
         sum(v.small_copies)::bigint as small_files,
-        avg(d.mean_gap) as datasets_mean_gap
+        avg(d.mean_gap::numeric(40, 20)) as datasets_mean_gap
     from bench_hand.int_dataset_volumes__ranked as v
     inner join bench_hand.dim_datasets as d on d.dataset = v.dataset
     group by v.volume

@@ -72,7 +72,8 @@ per_volume_copies as (
             where dataset_volumes.first_copies = 0
         ), 0)::bigint as stray_copies,
         sum(dataset_volumes.small_copies)::bigint as small_files,
-        avg(datasets.mean_gap) as datasets_mean_gap
+        -- in numeric, so that the sum, and the result, do not depend on the order rows come in
+        avg({{ precise("datasets.mean_gap") }}) as datasets_mean_gap
     from dataset_volumes
     inner join datasets
         on dataset_volumes.dataset = datasets.dataset
