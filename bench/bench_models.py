@@ -484,10 +484,11 @@ positions in aggregates, 0.5% duplicates, 1% of tapes repacked); `bench/bench_mo
     if args.no_write:
         return
     if set(steps) == set(STEPS):
-        # keep the first-build table, which only --steps first measures
+        # keep the first-build table, which only --steps first measures, and the notes under it
         found = section_of(RESULTS.read_text()) if RESULTS.exists() else None
-        kept = block_pattern(FIRST_INTRO).search(found.group(0)) if found else None
-        write_results(text + f"\n{block}\n" + (f"\n{kept.group(0)}\n" if kept else ""))
+        first = block_pattern(FIRST_INTRO).search(found.group(0)) if found else None
+        kept = found.group(0)[first.start() :].strip() if found and first else ""
+        write_results(text + f"\n{block}\n" + (f"\n{kept}\n" if kept else ""))
     elif block and merge_report(block, args.copies):
         print(f"RESULTS.md: report table replaced in {SECTION!r}", file=sys.stderr)
     else:
