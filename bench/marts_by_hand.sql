@@ -2,11 +2,11 @@
 -- build materialises, with the same rows, in schema bench_hand. The copies are read twice (one
 -- scan of tape_files joined to tapes builds fct_file_gaps, another finds the files with more
 -- than one live copy, by file id, which fct_file_gaps does not carry); everything else is
--- derived from those tables or from the small per dataset x volume tables. Derived data is unlogged (it can be
--- rebuilt), each table is analysed before the next statement reads it, and the tables get the
--- indexes the dbt build gives them. Statements are separated by lines holding only ";;" so that
--- bench_models.py can time each one. Values of the dbt vars: small_file_bytes 1e9,
--- main_tapes_share 0.5, cutover_date 2020-10-01.
+-- derived from those tables or from the small per dataset x volume tables. Derived data is
+-- unlogged (it can be rebuilt), each table is analysed before the next statement reads it, and
+-- the tables get the indexes the dbt build gives them. Statements are separated by lines
+-- holding only ";;" so that bench_models.py can time each one. Values of the dbt vars:
+-- small_file_bytes 1e9, main_tapes_share 0.5, cutover_date 2020-10-01.
 drop schema if exists bench_hand cascade
 ;;
 create schema bench_hand
