@@ -16,6 +16,7 @@ from psycopg import sql
 
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
 from tapelens.errors import DatabaseError
+from tapelens.ingest.canonical import file_identity
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -35,11 +36,11 @@ def duplicated_datasets(
     condition = sql.SQL(" and ").join(where)
     query = sql.SQL(
         """select distinct dataset from tapelens.tape_files
-           where {condition} and coalesce(file_id, path) in (
-               select coalesce(file_id, path) from tapelens.tape_files where {condition}
+           where {condition} and {file} in (
+               select {file} from tapelens.tape_files where {condition}
                group by 1 having count(*) > 1)
            order by dataset"""
-    ).format(condition=condition)
+    ).format(condition=condition, file=sql.SQL(file_identity()))
     try:
         with conn.transaction():
             conn.execute(sql.SQL("set local work_mem = {}").format(sql.Literal(WORK_MEM)))

@@ -25,6 +25,7 @@ from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
+from tapelens.ingest.canonical import file_identity
 from tapelens.media import fill_media_from_labels
 from tapelens.models import MARTS_SCHEMA
 from tapelens.tape_states import NOT_RECALLABLE
@@ -52,8 +53,7 @@ CATALOG_SCHEMA: dict[str, Any] = {
 # scanned once: the copies the requests name directly (by path or dataset) are kept whole, and
 # only the other copies of their files (under another path, or named by file id) are looked up
 # through the indexes, which usually find few or none.
-# A stored file id of null means the file's identity is its path (migration 020).
-_COPY_COLUMNS = """f.source, f.copy_id, coalesce(f.file_id, f.path) as file_id, f.path, f.dataset,
+_COPY_COLUMNS = f"""f.source, f.copy_id, {file_identity("f")} as file_id, f.path, f.dataset,
     f.size_bytes, f.volume, f.position, f.offset_bytes, f.aggregate_id, f.copy_no, f.written_at,
     f.other_volumes"""
 _HITS = {
@@ -342,7 +342,7 @@ def planning_inputs(
 # What a request of each kind names, in a catalog row.
 _NAMED_BY = {
     "path": sql.SQL("f.path"),
-    "file_id": sql.SQL("coalesce(f.file_id, f.path)"),
+    "file_id": sql.SQL(file_identity("f")),
     "dataset": sql.SQL("f.dataset"),
 }
 
@@ -388,11 +388,11 @@ left join (
     select volume, sum(size_bytes) as filled from tapelens.tape_files group by volume
 ) f on f.volume = t.volume
 """
-_LIVE_COPIES = """
-select coalesce(f.file_id, f.path) as file_id, f.path, f.size_bytes, f.volume, f.position,
+_LIVE_COPIES = f"""
+select {file_identity("f")} as file_id, f.path, f.size_bytes, f.volume, f.position,
        f.offset_bytes, extract(epoch from f.written_at) as written_at, f.copy_no
 from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
-where f.removed_at is null and coalesce(t.state, 'unknown') <> all({})
+where f.removed_at is null and coalesce(t.state, 'unknown') <> all({{}})
 """
 _LIVE_SCHEMA: dict[str, Any] = {
     "file_id": pl.String,

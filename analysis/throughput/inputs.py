@@ -19,6 +19,7 @@ from psycopg import sql
 
 from tapelens.errors import DatabaseError
 from tapelens.frames import copy_frame, one_line
+from tapelens.ingest.canonical import file_identity
 from tapelens.media import fill_media_from_labels
 from tapelens.models import MARTS_SCHEMA
 
@@ -226,7 +227,7 @@ def _live_copies(conn: psycopg.Connection, where: list[sql.Composable]) -> pl.Da
     query = sql.SQL(
         """with wanted as (
                select source, copy_id, path, dataset, dataset_type,
-                      coalesce(file_id, path) as file_id, volume, position,
+                      {} as file_id, volume, position,
                       offset_bytes, aggregate_id, size_bytes, copy_no, written_at, checksum
                from tapelens.tape_files where {}
            ), {}
@@ -239,7 +240,11 @@ def _live_copies(conn: psycopg.Connection, where: list[sql.Composable]) -> pl.Da
            from wanted as w
            left join addressed as a on a.volume = w.volume and a.position = w.position
            left join tapelens.tapes as t on t.volume = w.volume"""
-    ).format(conditions, _addressed(sql.SQL("select distinct volume from wanted")))
+    ).format(
+        sql.SQL(file_identity()),
+        conditions,
+        _addressed(sql.SQL("select distinct volume from wanted")),
+    )
     schema = {
         "source": pl.String,
         "copy_id": pl.String,

@@ -22,6 +22,7 @@ from tapelens.analysis.whatif.replay import Progress, WhatIfParams, arrival_note
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
 from tapelens.errors import InputError
 from tapelens.frames import copy_frame
+from tapelens.ingest.canonical import file_identity
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import fill_media_from_labels
 
@@ -48,7 +49,7 @@ COPY_SCHEMA: dict[str, pl.DataType] = {
 # Live copies on tapes not emptied by a repack, with the byte address of their tape object
 # (the sizes of the objects before it on the tape, removed copies included: their bytes stay on
 # the tape until it is repacked).
-_COPIES = """
+_COPIES = f"""
 with objects as (
     select volume, position, sum(size_bytes)::numeric as object_bytes
     from tapelens.tape_files
@@ -61,7 +62,7 @@ addressed as (
                rows between unbounded preceding and 1 preceding), 0)::bigint as object_start
     from objects
 )
-select coalesce(f.file_id, f.path) as file_id, f.path, f.dataset, f.dataset_type, f.experiment,
+select {file_identity("f")} as file_id, f.path, f.dataset, f.dataset_type, f.experiment,
        f.size_bytes, f.volume,
        f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
        extract(epoch from f.written_at) as written_at,
