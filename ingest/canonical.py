@@ -11,13 +11,6 @@ import polars as pl
 UTC_TIME = pl.Datetime("us", "UTC")
 
 
-def file_identity(alias: str = "") -> str:
-    """SQL for a catalog row's file: its stored file id, or its path where none is stored (the
-    catalog keeps a file id only where it is not the path, migration 020)."""
-    at = f"{alias}." if alias else ""
-    return f"coalesce({at}file_id, {at}path)"
-
-
 TAPE_FILES: dict[str, pl.DataType] = {
     "source": pl.String(),
     "copy_id": pl.String(),

@@ -15,8 +15,8 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
+from tapelens.catalog import file_identity
 from tapelens.errors import DatabaseError
-from tapelens.ingest.canonical import file_identity
 
 UTC = pl.Datetime("us", "UTC")
 

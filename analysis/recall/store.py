@@ -23,9 +23,9 @@ from psycopg.types.json import Jsonb
 from tapelens.analysis.recall.planner import PlanOptions, RecallPlan, plan_recall
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
+from tapelens.catalog import file_identity
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
-from tapelens.ingest.canonical import file_identity
 from tapelens.media import fill_media_from_labels
 from tapelens.models import MARTS_SCHEMA
 from tapelens.tape_states import NOT_RECALLABLE

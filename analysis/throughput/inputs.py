@@ -17,9 +17,9 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from tapelens.catalog import file_identity
 from tapelens.errors import DatabaseError
 from tapelens.frames import copy_frame, one_line
-from tapelens.ingest.canonical import file_identity
 from tapelens.media import fill_media_from_labels
 from tapelens.models import MARTS_SCHEMA
 

@@ -20,9 +20,9 @@ from psycopg import sql
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.whatif.replay import Progress, WhatIfParams, arrival_note, compare
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
+from tapelens.catalog import file_identity
 from tapelens.errors import InputError
 from tapelens.frames import copy_frame
-from tapelens.ingest.canonical import file_identity
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import fill_media_from_labels
 
