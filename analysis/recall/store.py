@@ -1,9 +1,10 @@
 """Database side of the recall planner: the catalog a request list needs, saved plans, and the
 comparison of a saved plan with the transfers that followed.
 
-The requested paths, file ids and datasets go into a temporary table (one COPY), the live copies
-of every file they name are selected with one join in SQL, with each copy's byte address on its
-tape and the tape's average object size, and come back through COPY into Polars: never row by row.
+The requested paths, file ids and datasets go into a table of the load's own (one COPY), the
+live copies of every file they name are selected with one join in SQL, with each copy's byte
+address on its tape and the tape's average object size, and come back through COPY into Polars:
+never row by row.
 The addresses are looked up in the marts (fct_tape_objects) for the tapes the last build has seen
 as they are; only the tapes of later catalog loads are summed from the catalog at plan time.
 """
@@ -11,6 +12,7 @@ as they are; only the tapes of later catalog loads are summed from the catalog a
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,20 +54,21 @@ CATALOG_SCHEMA: dict[str, Any] = {
 # knows its size (a million rows) and hashes rather than sorting text keys. The catalog is
 # scanned once: the copies the requests name directly (by path or dataset) are kept whole, and
 # only the other copies of their files (under another path, or named by file id) are looked up
-# through the indexes, which usually find few or none.
+# through the indexes, which usually find few or none. `{requests}` is the table of requests
+# (_requests_table).
 _COPY_COLUMNS = f"""f.source, f.copy_id, {file_identity("f")} as file_id, f.path, f.dataset,
     f.size_bytes, f.volume, f.position, f.offset_bytes, f.aggregate_id, f.copy_no, f.written_at,
     f.other_volumes"""
 _HITS = {
     "path": f"""select {_COPY_COLUMNS} from tapelens.tape_files f
-    join plan_requests r on r.kind = 'path' and f.path = r.key where f.removed_at is null""",
+    join {{requests}} r on r.kind = 'path' and f.path = r.key where f.removed_at is null""",
     "dataset": f"""select {_COPY_COLUMNS} from tapelens.tape_files f
-    join plan_requests r on r.kind = 'dataset' and f.dataset = r.key where f.removed_at is null""",
+    join {{requests}} r on r.kind = 'dataset' and f.dataset = r.key where f.removed_at is null""",
 }
 _AFTER_HITS = (
     "analyze plan_hits",
     """create temporary table plan_files on commit drop as
-    select file_id from plan_hits union select key from plan_requests where kind = 'file_id'""",
+    select file_id from plan_hits union select key from {requests} where kind = 'file_id'""",
     "analyze plan_files",
     # Files whose copies with file id = path the hits may lack: those not hit under that path.
     """create temporary table plan_lookup on commit drop as
@@ -93,14 +96,31 @@ _AFTER_HITS = (
 # file_id index (migration 013), which holds only those, in a moment.
 _SPLIT_COPIES = """select exists (
     select 1 from tapelens.tape_files where file_id <> path order by file_id limit 1)"""
-_HITS_ARE_COPIES = (
-    """create temporary table plan_copies on commit drop as
-    select * from plan_hits order by volume, position""",
-    "analyze plan_copies",
-)
 
 
-def _fill_copies(cur: psycopg.Cursor[Any], kinds: set[str]) -> None:
+def _requests_table(cur: psycopg.Cursor[Any]) -> sql.Composable:
+    """A table for the requests, created in the load's transaction, which drops it at its end.
+
+    PostgreSQL never reads a temporary table in parallel workers, so a join with one scans the
+    catalog in a single process. An unlogged table, which no other session sees before commit,
+    lets the catalog scan and the join run on every core: half the time on two cores. Where the
+    role may not create tables in the tapelens schema, the requests go into a temporary table.
+    """
+    name = f"plan_requests_{secrets.token_hex(6)}"
+    try:
+        with cur.connection.transaction():  # a savepoint: a refusal leaves the load's intact
+            cur.execute(
+                sql.SQL("create unlogged table {} (kind text, key text)").format(
+                    sql.Identifier("tapelens", name)
+                )
+            )
+        return sql.Identifier("tapelens", name)
+    except psycopg.errors.InsufficientPrivilege:
+        cur.execute("create temporary table plan_requests (kind text, key text) on commit drop")
+        return sql.Identifier("plan_requests")
+
+
+def _fill_copies(cur: psycopg.Cursor[Any], kinds: set[str], requests: sql.Composable) -> None:
     """plan_copies: every live copy of every file the requests (of these kinds) name."""
     hits = [_HITS[k] for k in ("path", "dataset") if k in kinds]
     if not hits:
@@ -108,17 +128,20 @@ def _fill_copies(cur: psycopg.Cursor[Any], kinds: set[str]) -> None:
     else:
         # A copy named both by its path and by its dataset is kept once.
         body = "\n    union\n    ".join(hits)
-    cur.execute(f"create temporary table plan_hits on commit drop as\n    {body}")
     cur.execute(_SPLIT_COPIES)
     row = cur.fetchone()
     if "file_id" not in kinds and not (row and row[0]):
         # Every copy's file id is its path (HPSS, for one): a file's copies all share the
-        # path, so the hits are all its copies.
-        steps: tuple[str, ...] = _HITS_ARE_COPIES
+        # path, so the hits are all its copies, sorted in the same statement.
+        steps = [
+            "create temporary table plan_copies on commit drop as\n"
+            f"    select * from ({body}) as hits order by volume, position",
+            "analyze plan_copies",
+        ]
     else:
-        steps = _AFTER_HITS
+        steps = [f"create temporary table plan_hits on commit drop as\n    {body}", *_AFTER_HITS]
     for step in steps:
-        cur.execute(step)
+        cur.execute(sql.SQL(step).format(requests=requests))
 
 
 # Byte addresses come from the marts (fct_tape_objects, by volume and position) for the volumes
@@ -268,11 +291,13 @@ def load_catalog(
         with conn.transaction(), conn.cursor() as cur:
             # Sorts and hashes of a million rows: in memory, not spilled (this transaction only).
             cur.execute("set local work_mem = '256MB'")
-            cur.execute("create temporary table plan_requests (kind text, key text) on commit drop")
-            with cur.copy("copy plan_requests (kind, key) from stdin (format csv)") as copy:
+            table = _requests_table(cur)
+            fill = sql.SQL("copy {} (kind, key) from stdin (format csv)").format(table)
+            with cur.copy(fill) as copy:
                 copy.write(keys.write_csv(include_header=False, quote_style="always"))
-            cur.execute("analyze plan_requests")
-            _fill_copies(cur, set(keys["kind"].unique().to_list()))
+            cur.execute(sql.SQL("analyze {}").format(table))
+            _fill_copies(cur, set(keys["kind"].unique().to_list()), table)
+            cur.execute(sql.SQL("drop table {}").format(table))
             query, addressing = _address_objects(cur)
             frame = copy_frame(cur, query, CATALOG_SCHEMA, epoch=("written_at",))
     except psycopg.Error as exc:
