@@ -69,17 +69,21 @@ def test_a_plan_finds_its_copies_and_leaves_no_requests_table(loaded: str) -> No
     assert sorted(found["path"].to_list()) == sorted(PATHS[::3])
     assert requests_tables(loaded) == []
     # A load that fails part way takes its table with its transaction.
-    with psycopg.connect(loaded) as conn, pytest.raises(psycopg.errors.DivisionByZero):
-        with conn.transaction(), conn.cursor() as cur:
-            plan_store._requests_table(cur)
-            cur.execute("select 1 / 0")
+    with (
+        psycopg.connect(loaded) as conn,
+        pytest.raises(psycopg.errors.DivisionByZero),
+        conn.transaction(),
+        conn.cursor() as cur,
+    ):
+        plan_store._requests_table(cur)
+        cur.execute("select 1 / 0")
     assert requests_tables(loaded) == []
 
 
 @pytest.fixture
 def reader(loaded: str) -> Iterator[str]:
     """A role that may read the catalog and make temporary tables, not create tables."""
-    role = "reader_" + conninfo.conninfo_to_dict(loaded)["dbname"]
+    role = "reader_" + str(conninfo.conninfo_to_dict(loaded)["dbname"])
     ident = sql.Identifier(role)
     with psycopg.connect(loaded, autocommit=True) as conn:
         conn.execute(sql.SQL("create role {} login").format(ident))
