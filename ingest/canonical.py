@@ -10,7 +10,6 @@ import polars as pl
 
 UTC_TIME = pl.Datetime("us", "UTC")
 
-
 TAPE_FILES: dict[str, pl.DataType] = {
     "source": pl.String(),
     "copy_id": pl.String(),

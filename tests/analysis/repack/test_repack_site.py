@@ -24,6 +24,7 @@ from tapelens.analysis.recall.requests import requests_frame
 from tapelens.analysis.recall.store import plan_from_database
 from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
+from tapelens.catalog import file_identity
 from tapelens.cli import cli
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.world import generate, site_params
@@ -118,7 +119,7 @@ def rewrite_collocated(conn: psycopg.Connection, dataset: str) -> None:
     position order on new tapes of its main media type, filled to capacity; the old copies
     marked removed."""
     rows = conn.execute(
-        """select coalesce(t.file_id, t.path), t.volume, t.position, t.offset_bytes, t.size_bytes,
+        f"""select {file_identity("t")}, t.volume, t.position, t.offset_bytes, t.size_bytes,
                   coalesce(tp.media_type, 'unknown'), t.copy_no
            from tapelens.tape_files as t left join tapelens.tapes as tp using (volume)
            where t.dataset = %s and t.removed_at is null""",
@@ -157,7 +158,7 @@ def rewrite_collocated(conn: psycopg.Connection, dataset: str) -> None:
         )
     with conn.cursor() as cur:
         cur.executemany(
-            """insert into tapelens.tape_files
+            f"""insert into tapelens.tape_files
                    (source, copy_id, file_id, path, dataset, dataset_type, experiment,
                     size_bytes, volume, position, offset_bytes, aggregate_id, copy_no,
                     written_at, ingest_run_id)
@@ -167,7 +168,7 @@ def rewrite_collocated(conn: psycopg.Connection, dataset: str) -> None:
                       case when offset_bytes is null then null else %s end, 1, written_at,
                       ingest_run_id
                from tapelens.tape_files
-               where coalesce(file_id, path) = %s and volume = %s and position = %s""",
+               where {file_identity()} = %s and volume = %s and position = %s""",
             [
                 (
                     f"repacked:{r['file_id']}",
