@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ class Timed:
     peak_rss_mb: float  # of the child process (ru_maxrss of the waited child)
     stdout: str
     stderr: str
+    cpu_seconds: float = 0.0  # user + system CPU of the child and of every thread it ran
 
 
 def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
@@ -39,7 +41,8 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
         "import json, resource, subprocess, sys, time;"
         "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
         "s = time.perf_counter() - t;"
-        "print(json.dumps({'s': s, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+        "print(json.dumps({'s': s, 'rss': u.ru_maxrss, 'cpu': u.ru_utime + u.ru_stime,"
         " 'rc': p.returncode, 'out': p.stdout[-5000:], 'err': p.stderr[-5000:]}))"
     )
     import json
@@ -54,7 +57,26 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
     doc = json.loads(res.stdout)
     if doc["rc"] != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({doc['rc']}):\n{doc['err'][-2000:]}")
-    return Timed(doc["s"], doc["rss"] / 1024, doc["out"], doc["err"])
+    return Timed(doc["s"], doc["rss"] / 1024, doc["out"], doc["err"], doc["cpu"])
+
+
+def server_cpu_seconds(dsn: str) -> float | None:
+    """CPU seconds (user + system) the server's ended processes have used so far: the
+    postmaster's reaped children, so a session's backend and its parallel workers count once
+    they have exited. None when the server is not on this machine."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select pg_backend_pid(), inet_server_addr()").fetchone()
+        if row is None or row[1] not in (None, "127.0.0.1", "::1"):
+            return None
+        try:
+            backend = Path(f"/proc/{row[0]}/stat").read_text()
+        except OSError:
+            return None
+    postmaster = int(backend.rsplit(")", 1)[1].split()[1])  # the backend's parent
+    time.sleep(0.3)  # lets the postmaster reap the backends of sessions just ended
+    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+    # Fields 16 and 17 of /proc/PID/stat (cutime, cstime): 13 and 14 after the name.
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def with_dbname(dsn: str, dbname: str) -> str:
