@@ -748,3 +748,37 @@ def test_tsm_archives_read_in_blocks_keep_the_columns_of_each_header(
     assert at_once.dates_us[6] == int(seven.timestamp() * 1_000_000)
     late = datetime(2024, 2, 1 + 2999 % 28, 10, 2999 % 60, tzinfo=UTC)
     assert at_once.dates_us[-1] == int(late.timestamp() * 1_000_000)
+
+
+def test_tsm_archives_in_any_order_give_the_same_dates(tmp_path: Path) -> None:
+    # An export in object id order is taken as it is (no sort); the same lines shuffled, or
+    # with an object listed twice, are sorted, and the first date listed wins either way.
+    import random
+
+    from tapelens.ingest.formats.tsm_contents import Archives
+
+    header = "NODE_NAME,FILESPACE_NAME,HL_NAME,LL_NAME,OBJECT_ID,ARCHIVE_DATE,OWNER,DESCRIPTION"
+    lines = [
+        f"NODE,/pnfs,/d/,f{o},{o},2024-03-{1 + o % 28:02d} 08:{o % 60:02d}:00.000000,owner,"
+        for o in range(1, 2000)
+    ]
+    shuffled = lines[:]
+    random.Random(3).shuffle(shuffled)
+    twice = [*lines, lines[9].replace("2024-03", "2025-04")]  # object 10 again, later
+
+    def read(rows: list[str], name: str) -> Archives:
+        path = tmp_path / name
+        path.write_text("\n".join([header, *rows]) + "\n")
+        return Archives.read(path, block_bytes=4096)
+
+    in_order, any_order, repeated = (
+        read(lines, "a.csv"),
+        read(shuffled, "b.csv"),
+        read(twice, "c.csv"),
+    )
+    assert in_order.ids.tolist() == any_order.ids.tolist() == list(range(1, 2000))
+    assert repeated.ids.tolist() == list(range(1, 2000))
+    assert in_order.dates_us.tolist() == any_order.dates_us.tolist()
+    assert in_order.dates_us.tolist() == repeated.dates_us.tolist()
+    ten = datetime(2024, 3, 11, 8, 10, tzinfo=UTC)
+    assert repeated.dates_us[9] == int(ten.timestamp() * 1_000_000)
