@@ -331,3 +331,35 @@ def test_a_plans_tape_rest_batches_are_submitted_and_followed(site: str, tmp_pat
         for name in pl.read_csv(stage / "index.csv")["file"]
     ]
     assert staged == [[f["path"] for f in files] for files in plan_order]
+
+
+def test_a_long_plan_step_says_what_is_under_way(capsys: pytest.CaptureFixture[str]) -> None:
+    # The catalog read is one statement: while it runs, a line every tick says so; a step's
+    # own line follows when it ends, and what comes after it is planning. Quiet before tick_s.
+    from tapelens.cli.plan import _Steps
+
+    steps = _Steps("reading the requested files' copies from the catalog", tick_s=10.0)
+    steps.QUIET_S = 0.0
+    start = steps.started
+    steps.tick(start + 5.0)  # nothing said for 5 s: too soon
+    steps.tick(start + 10.0)
+    steps.tick(start + 15.0)  # 5 s after the last line: too soon
+    steps.tick(start + 20.5)
+    steps("read 1,000 copies from the database")
+    steps.tick(steps.said_at + 10.0)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.rsplit(" (", 1)[0] for line in lines] == [
+        "plan recall: reading the requested files' copies from the catalog",
+        "plan recall: reading the requested files' copies from the catalog",
+        "plan recall: read 1,000 copies from the database",
+        "plan recall: planning",
+    ]
+    assert lines[0].endswith("(10.0 s)") and lines[1].endswith("(20.5 s)")
+
+
+def test_the_plan_steps_ticker_stops_with_the_plan() -> None:
+    from tapelens.cli.plan import _Steps
+
+    with _Steps("reading", tick_s=0.01) as steps:
+        pass
+    assert not steps._ticker.is_alive()
