@@ -1,7 +1,7 @@
 """Database side of the recall planner: the catalog a request list needs, saved plans, and the
 comparison of a saved plan with the transfers that followed.
 
-The requested paths, file ids and datasets go into a table of the load's own (one COPY), the
+The requested paths, file ids and datasets go into a table of the catalog read's own (one COPY), the
 live copies of every file they name are selected with one join in SQL, with each copy's byte
 address on its tape and the tape's average object size, and come back through COPY into Polars:
 never row by row.
@@ -99,7 +99,8 @@ _SPLIT_COPIES = """select exists (
 
 
 def _requests_table(cur: psycopg.Cursor[Any]) -> sql.Composable:
-    """A table for the requests, created in the load's transaction, which drops it at its end.
+    """A table for the requests, created in the catalog read's transaction, which drops it at
+    its end.
 
     PostgreSQL never reads a temporary table in parallel workers, so a join with one scans the
     catalog in a single process. An unlogged table, which no other session sees before commit,
@@ -108,7 +109,7 @@ def _requests_table(cur: psycopg.Cursor[Any]) -> sql.Composable:
     """
     name = f"plan_requests_{secrets.token_hex(6)}"
     try:
-        with cur.connection.transaction():  # a savepoint: a refusal leaves the load's intact
+        with cur.connection.transaction():  # a savepoint: a refusal leaves the read's intact
             cur.execute(
                 sql.SQL("create unlogged table {} (kind text, key text)").format(
                     sql.Identifier("tapelens", name)

@@ -319,19 +319,13 @@ class Archives:
             # An export listed in object id order needs no sort, and lists no object twice.
             self.ids, self.dates_us = ids, _column(dates, "date_us")
             return
-        # Sorted by Polars on all cores; among rows of one object, the first line first.
-        by_id = pl.DataFrame(
-            {
-                "object": ids,
-                "date_us": _column(dates, "date_us"),
-                "line_no": _column(dates, "line_no"),
-            }
-        )
-        del ids
-        by_id = (
-            by_id.sort("object", maintain_order=True)
-            if in_order
-            else by_id.sort("object", "line_no")
+        # Sorted by Polars on all cores; among rows of one object, the first line first (rows
+        # in line order keep it through a stable sort; the others are ordered by line number).
+        columns = {"object": ids, "date_us": _column(dates, "date_us")}
+        if not in_order:
+            columns["line_no"] = _column(dates, "line_no")
+        by_id = pl.DataFrame(columns).sort(
+            "object" if in_order else ["object", "line_no"], maintain_order=in_order
         )
         ids, dates_us = by_id["object"].to_numpy(), by_id["date_us"].to_numpy()
         first = np.ones(ids.size, dtype=bool)
