@@ -29,12 +29,12 @@ import polars as pl
 from tapelens.errors import ConfigError, InputError
 from tapelens.ingest.canonical import MOUNTS, TRANSFERS, UTC_TIME
 from tapelens.media import BY_NAME, DRIVE_TYPES
+from tapelens.tape_states import NOT_RECALLABLE
 from tapelens.world.physics import PhysicsParams, default_physics, physics_frame
 from tapelens.world.recall_sim import Campaign, Library, Log, Requests, simulate
 
 KINDS = ("datasets", "scattered")
 SCHEDULERS = ("fifo", "sorted")
-UNREADABLE_STATES = ("disabled", "repacked", "empty")
 DAY_S = 86_400.0
 # What a failed read reports; picked by request and attempt, so failures need no extra draws.
 READ_ERRORS = (
@@ -244,7 +244,7 @@ def _addressed(copies: pl.DataFrame, tapes: pl.DataFrame, media: set[str]) -> pl
         .with_columns(
             (
                 pl.col("media_type").is_in(sorted(media)).fill_null(False)
-                & ~pl.col("state").fill_null("full").is_in(UNREADABLE_STATES)
+                & ~pl.col("state").fill_null("full").is_in(NOT_RECALLABLE)
             ).alias("readable"),
             (pl.col("object_start_bytes") + pl.col("offset_bytes")).alias("address_bytes"),
             (pl.col("written_at").dt.epoch("us") / 1e6).alias("written_s"),
@@ -335,7 +335,13 @@ def _plan(
 
 
 def _newest_copies(wanted: pl.DataFrame, readable: pl.DataFrame, t_s: float) -> pl.DataFrame:
-    """The copy a tape client recalls: the newest readable one written before t_s."""
+    """The copy a tape client recalls: the newest readable one written before t_s (on equal
+    times, the first in the catalog's order, by volume and position).
+
+    The world keeps this rule apart from the product's (analysis/recall/baselines.py
+    newest_copies) on purpose: it is the truth the product is checked against, and
+    tests/analysis/recall/test_newest_copy.py holds the two to the same copies on every
+    profile's generated site."""
     return (
         wanted.select("file_id")
         .with_row_index("seq")
@@ -450,7 +456,7 @@ def _history(
         "campaign_id",
         "media_type",
         _instant("put_away").alias("put_away_at"),
-    ).cast(MOUNTS | MOUNT_EXTRA)
+    ).cast(pl.Schema(MOUNTS | MOUNT_EXTRA))
     requester = pl.DataFrame(
         [(c["campaign_id"], c["requester"]) for c in campaigns],
         schema={"campaign_id": pl.Int64, "requester": pl.String},
@@ -489,7 +495,7 @@ def _history(
         "campaign_id",
         "attempt",
         "address_bytes",
-    ).cast(TRANSFERS | TRANSFER_EXTRA)
+    ).cast(pl.Schema(TRANSFERS | TRANSFER_EXTRA))
     return History(
         transfers=transfers_out,
         mounts=mounts_out,

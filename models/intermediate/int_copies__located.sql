@@ -34,12 +34,12 @@ final as (
         coalesce(tapes.state, 'unknown') as tape_state,
         coalesce(tapes.capacity_bytes, media_types.capacity_bytes) as capacity_bytes,
         -- a copy is gone when the dump no longer lists it, or its tape was repacked or
-        -- destroyed; a broken, exported or unavailable tape still holds it (is_readable)
+        -- destroyed; a disabled, broken, exported or unavailable tape still holds it, but a
+        -- recall cannot read it there (the planner's list, tapelens/tape_states.py)
         copies.removed_at is null
-        and coalesce(tapes.state, 'unknown') not in ('repacked', 'destroyed') as is_live,
-        coalesce(tapes.state, 'unknown') not in (
-            'repacked', 'destroyed', 'broken', 'exported', 'unavailable'
-        ) as is_readable
+        and coalesce(tapes.state, 'unknown') not in {{ tape_states('copies_gone') }} as is_live,
+        coalesce(tapes.state, 'unknown') not in {{ tape_states('not_recallable') }}
+            as is_readable
     from copies
     left join tapes
         on copies.volume = tapes.volume

@@ -3,7 +3,8 @@
 -- One row per volume of the inventory or holding a live copy: how full it is with live data,
 -- how much of that is duplicate copies (copies after a file's first), its small-file share, and
 -- the gaps of the datasets on it. occupancy = live_bytes / capacity_bytes, the capacity from
--- the inventory, else the media type's nominal capacity. Repacked and destroyed tapes hold no live copies.
+-- the inventory, else the media type's nominal capacity. Repacked and destroyed tapes hold no
+-- live copies. The state groups are tapelens/tape_states.py's, through the tape_states macro.
 -- is_live_tape: the tape is still in the library's live data (not repacked, destroyed or
 -- exported). removed_bytes: copies the catalog no longer lists that are still written on the
 -- tape (until it is repacked). reclaimable_bytes: on full and readonly tapes (written no more),
@@ -104,18 +105,18 @@ final as (
         per_volume_copies.datasets_mean_gap::double precision as datasets_mean_gap,
         per_volume.first_written_at,
         per_volume.last_written_at,
-        coalesce(tapes.state, 'unknown') not in ('repacked', 'destroyed', 'exported')
+        coalesce(tapes.state, 'unknown') not in {{ tape_states('out_of_library') }}
             as is_live_tape,
         case
-            when coalesce(tapes.state, 'unknown') in ('repacked', 'destroyed') then 0
+            when coalesce(tapes.state, 'unknown') in {{ tape_states('copies_gone') }} then 0
             else coalesce(removed.removed_copies, 0)
         end::bigint as removed_copies,
         case
-            when coalesce(tapes.state, 'unknown') in ('repacked', 'destroyed') then 0
+            when coalesce(tapes.state, 'unknown') in {{ tape_states('copies_gone') }} then 0
             else coalesce(removed.removed_bytes, 0)
         end::bigint as removed_bytes,
         case
-            when tapes.state in ('full', 'readonly')
+            when tapes.state in {{ tape_states('written_no_more') }}
                 then coalesce(removed.removed_bytes, 0)
                 + coalesce(per_volume_copies.duplicate_bytes, 0)
             else 0
