@@ -1,32 +1,25 @@
-"""Packages are found, not listed: tapelens and the top-level folders imported under its name.
+"""Packages are found, not listed: every folder under tapelens/ that holds an __init__.py.
 
 pyproject.toml holds everything else; this file only says where the packages are.
 """
 
-from pathlib import Path
+import os
 
 from setuptools import setup
 
-# Import name -> folder: ingest/, analysis/, dashboards/ and world/ sit at the top of the
-# repository and are imported as tapelens.ingest, tapelens.analysis, tapelens.dashboards and
-# tapelens.world.
-ROOTS = {
-    "tapelens": "tapelens",
-    "tapelens.ingest": "ingest",
-    "tapelens.analysis": "analysis",
-    "tapelens.dashboards": "dashboards",
-    "tapelens.world": "world",
-}
+# ingest/, analysis/, dashboards/ and world/ sit at the top of the repository and are imported as
+# tapelens.ingest and so on through symlinks in tapelens/ (tapelens/ingest -> ../ingest). The
+# symlinks, not a package-dir map, make the import names real on disk, so the type checker, the
+# test runner and an editor resolve `tapelens.analysis` to analysis/ as Python does.
 
 
 def packages() -> list[str]:
-    """Every folder under a root that holds an __init__.py, as a dotted import name."""
+    """Every folder under tapelens/ (symlinks followed) with an __init__.py, as a dotted name."""
     found = []
-    for name, folder in ROOTS.items():
-        for init in sorted(Path(folder).rglob("__init__.py")):
-            parts = init.parent.relative_to(folder).parts
-            found.append(".".join([name, *parts]))
-    return found
+    for folder, _dirs, files in os.walk("tapelens", followlinks=True):
+        if "__init__.py" in files:
+            found.append(folder.replace(os.sep, "."))
+    return sorted(found)
 
 
-setup(package_dir=ROOTS, packages=packages())
+setup(packages=packages())

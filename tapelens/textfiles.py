@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Self, cast
 
 from tapelens.errors import InputError
 
@@ -208,7 +208,7 @@ class LineReader:
         if self._raw is not sys.stdin.buffer:
             self._raw.close()
 
-    def __enter__(self) -> LineReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

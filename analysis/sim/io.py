@@ -256,7 +256,9 @@ def summary_dict(result: SimResult, source: SimInput | None = None) -> dict[str,
         data["unavailable"] = source.unavailable.height
         if source.predicted_last_read_s is not None:
             reads = result.events.filter(pl.col("kind") == "read")
-            simulated = float(reads["end_s"].max() or 0.0) if reads.height else 0.0
+            simulated = (
+                float(reads.select(pl.col("end_s").max()).item() or 0.0) if reads.height else 0.0
+            )
             predicted = source.predicted_last_read_s
             data["plan"] = {
                 "predicted_last_read_s": round(predicted, 3),

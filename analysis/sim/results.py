@@ -89,7 +89,7 @@ def _events(s: SimState, table: np.ndarray, drive_names: list[str]) -> pl.DataFr
         lookup(per_request, "r").alias("requester"),
         lookup(pl.Series(p.size, dtype=pl.Int64), "r").alias("size_bytes"),
     )
-    return frame.cast(EVENTS_SCHEMA)
+    return frame.cast(pl.Schema(EVENTS_SCHEMA))
 
 
 def _requests(s: SimState, attempts: np.ndarray, read_start: np.ndarray) -> pl.DataFrame:

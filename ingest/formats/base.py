@@ -15,7 +15,7 @@ In strict mode a parser raises ParseError at the first bad line instead of rejec
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +127,9 @@ class Collector:
     Parsers append plain dicts (cheap) and let the collector build typed frames per batch.
     """
 
-    def __init__(self, reader: LineReader, options: ParseOptions, schema: dict[str, pl.DataType]):
+    def __init__(
+        self, reader: LineReader, options: ParseOptions, schema: Mapping[str, pl.DataType]
+    ):
         self.reader = reader
         self.options = options
         # Every row keeps the number of the line it came from, so that the loader can refuse

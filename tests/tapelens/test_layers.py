@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Folder -> import name, as setup.py maps them.
+# Folder -> import name, as the symlinks in tapelens/ name them.
 ROOTS = {
     "tapelens": "tapelens",
     "ingest": "tapelens.ingest",
