@@ -26,9 +26,8 @@ from tapelens.analysis.dedup.classify import (
     classify_copies,
     classify_rows,
     file_key,
-    readable,
-    written_s,
 )
+from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.dataset import recall_per_dataset
 from tapelens.analysis.throughput.model import ModelParams
 
@@ -75,8 +74,6 @@ def dedup_plan(
     affected = classified["dataset"].unique()
     live = rows.filter(pl.col("dataset").is_in(affected.implode())).with_columns(
         pl.col("_row").is_in(retired.implode()).alias("_retired"),
-        readable(copies).alias("_readable"),
-        written_s(copies).alias("_written_s"),
     )
     now = _newest(live, key)
     after = _newest(live.filter(~pl.col("_retired")), key)
@@ -112,11 +109,9 @@ def dedup_plan(
 
 
 def _newest(live: pl.DataFrame, key: list[str]) -> pl.DataFrame:
-    """The copy of each file a tape client recalls: the newest, on a readable tape if any."""
-    order = ["_readable", "_written_s", "copy_no", "volume", "position"]
-    return live.sort([*key, *order], descending=[False] * len(key) + [True] * 5).unique(
-        key, keep="first", maintain_order=True
-    )
+    """The copy of each file a tape client recalls (the product's one rule: newest_copies),
+    in file order."""
+    return newest_copies(live, key).sort(key, maintain_order=True)
 
 
 def _mounts(chosen: pl.DataFrame, name: str) -> pl.DataFrame:

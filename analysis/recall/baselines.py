@@ -8,6 +8,7 @@ direct.py.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import polars as pl
 
 from tapelens.analysis.recall.schedule import Schedule
 from tapelens.analysis.throughput.model import MB
+from tapelens.tape_states import NOT_RECALLABLE
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,41 @@ class BaselineResult:
 
 
 def newest_copies(copies: pl.DataFrame, key: str | list[str] = "fid") -> pl.DataFrame:
-    """The copy a tape client recalls: the newest of each file (the highest copy number among
-    copies written at the same time). `key` names the file."""
+    """The copy a tape client recalls: one per file, the first in `newest_first` order.
+
+    The product's one rule for "the newest copy" (the planner's baseline, the duplicate
+    clean-up's recall before and after, dCache's tape information): `key` names the file. Files
+    with one copy come first as given, then the chosen copies of the others."""
     several = pl.struct(key).is_duplicated()
     multi = copies.filter(several)
     if multi.height == 0:
         return copies
-    newest = multi.sort(
-        ["written_at", "copy_no"], descending=True, nulls_last=True, maintain_order=True
-    ).unique(key, keep="first", maintain_order=True)
+    by, descending = newest_first(multi.columns)
+    newest = multi.sort(by, descending=descending, nulls_last=True, maintain_order=True).unique(
+        key, keep="first", maintain_order=True
+    )
     return pl.concat([copies.filter(~several), newest])
+
+
+def newest_first(columns: Collection[str]) -> tuple[list[pl.Expr], list[bool]]:
+    """The order in which a tape client prefers a file's copies, as sort keys and directions.
+
+    A copy on a tape that can be mounted for a recall comes first (where the frame has
+    tape_state); then the newest written_at (an unknown time last: it cannot be called the
+    newest); then the highest copy number (copy numbers follow the order the copies were
+    written, so they break ties of coarse timestamps the same way); then the catalog's own
+    order, volume and position ascending, so that the choice never depends on row order."""
+    by: list[pl.Expr] = []
+    descending: list[bool] = []
+    if "tape_state" in columns:
+        by.append(~pl.col("tape_state").is_in(list(NOT_RECALLABLE)).fill_null(True))
+        descending.append(True)
+    for name, newest_high in (("written_at", True), ("copy_no", True)):
+        if name in columns:
+            by.append(pl.col(name))
+            descending.append(newest_high)
+    for name in ("volume", "position", "offset_bytes"):
+        if name in columns:
+            by.append(pl.col(name))
+            descending.append(False)
+    return by, descending

@@ -27,7 +27,10 @@ KEY = ["dataset", "volume"]
 
 def choose_copies(files: pl.DataFrame) -> pl.DataFrame:
     """One copy per (dataset, file_id): on the volume holding most of the dataset's copies,
-    then the oldest, then the lowest copy number."""
+    then the oldest, then the lowest copy number, then the first volume by name.
+
+    The copy a planner would read to keep the dataset on few tapes, for per-dataset
+    predictions, not the copy a tape client recalls (that is baselines.newest_copies)."""
     if "file_id" not in files.columns:
         return files
     several = pl.struct("dataset", "file_id").is_duplicated()
