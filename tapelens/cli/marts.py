@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import click
@@ -10,27 +9,26 @@ import yaml
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.progress import Progress
 from tapelens.models import MARTS_SCHEMA, NodeDone, build
 
 marts = BY_NAME["marts"]
 
-# A build that ends sooner than this prints no progress; after it, a line for each model (and for
-# each test that takes this long or fails).
-PROGRESS_AFTER_S = 5.0
 
-
-class _BuildProgress:
-    """One stderr line per finished model: rows, rows/s, nodes done and the time left as the
-    last build of the same selection suggests."""
+class _BuildProgress(Progress):
+    """The build's progress on stderr (tapelens.cli.progress): a line per finished model with
+    rows, rows/s, nodes done and the time left as the last build of the same selection
+    suggests, a line per test that fails or runs long, and while one model runs long, a line
+    every ten seconds saying how far the build is."""
 
     def __init__(self) -> None:
-        self.started = time.monotonic()
+        super().__init__("marts build", "building the first models")
 
     def __call__(self, node: NodeDone) -> None:
-        if time.monotonic() - self.started < PROGRESS_AFTER_S:
-            return
         ok = node.status in ("success", "pass")
-        if node.kind != "model" and ok and node.seconds < PROGRESS_AFTER_S:
+        of = f" of {node.total}" if node.total else ""
+        self.doing = f"building; {node.done}{of} nodes done"
+        if node.kind != "model" and ok and node.seconds < self.quiet_s:
             return
         what = f"{node.name} {node.status}"
         if node.rows is not None and node.kind == "model":
@@ -39,11 +37,10 @@ class _BuildProgress:
                 what += f" ({node.rows / node.seconds:,.0f} rows/s)"
         else:
             what += f" in {node.seconds:.1f} s"
-        of = f" of {node.total}" if node.total else ""
         left = ""
         if node.left_s is not None and node.left_s >= 1:
             left = f", about {int(node.left_s // 60)}:{int(node.left_s % 60):02d} left"
-        click.echo(f"marts build: {what}; {node.done}{of} nodes{left}", err=True)
+        self.say(f"{what}; {node.done}{of} nodes{left}")
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -101,15 +98,16 @@ def build_cmd(
     """
     dsn = app.dsn()
     click.echo(f"tapelens: building the dbt models into {MARTS_SCHEMA}", err=True)
-    summary = build(
-        dsn,
-        select=list(select) or None,
-        full_refresh=full_refresh,
-        vars=_parse_vars(var_pairs) or None,
-        log_dir=app.home / "dbt",
-        exclude=list(exclude) or None,
-        progress=_BuildProgress(),
-    )
+    with _BuildProgress() as progress:
+        summary = build(
+            dsn,
+            select=list(select) or None,
+            full_refresh=full_refresh,
+            vars=_parse_vars(var_pairs) or None,
+            log_dir=app.home / "dbt",
+            exclude=list(exclude) or None,
+            progress=progress,
+        )
     click.echo(
         f"models built: {summary.models_built}  tests passed: {summary.tests_passed}  "
         f"tests failed: {summary.tests_failed}  seconds: {summary.seconds:.1f}",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import click
@@ -31,6 +29,7 @@ from tapelens.cli.common import (
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
+from tapelens.cli.progress import EVERY_S, Progress
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -175,54 +174,16 @@ def recall(
         click.echo(plan_export.summary_text(result.summary), nl=False)
 
 
-class _Steps:
-    """Each step of a plan on stderr with the seconds since the command started, once it has
-    run a few seconds (a small plan prints no steps). While one step runs long, a line every
-    TICK_S seconds says what is under way: the read of a large catalog is one statement, of
-    which PostgreSQL reports no progress, and a plan of a million files would otherwise be
-    silent for half a minute."""
+class _Steps(Progress):
+    """The plan's steps on stderr (tapelens.cli.progress): the catalog read first, which is one
+    statement PostgreSQL reports no progress of, then planning, which every later step does."""
 
-    QUIET_S = 2.0
-    TICK_S = 10.0
-
-    def __init__(self, first: str, tick_s: float = TICK_S) -> None:
-        self.started = self.said_at = time.monotonic()
-        self.doing = first
-        self.tick_s = tick_s
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._ticker = threading.Thread(target=self._run, name="plan-steps", daemon=True)
-
-    def __enter__(self) -> _Steps:
-        self._ticker.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._ticker.join()
+    def __init__(self, first: str, tick_s: float = EVERY_S) -> None:
+        super().__init__("plan recall", first, every_s=tick_s)
 
     def __call__(self, line: str) -> None:
-        with self._lock:
-            now = time.monotonic()
-            self.doing = "planning"  # every step after the catalog read plans or compares
-            self.said_at = now
-            self._say(line, now)
-
-    def tick(self, now: float) -> None:
-        """Say what is under way if nothing has been said for tick_s seconds."""
-        with self._lock:
-            if now - self.said_at >= self.tick_s:
-                self.said_at = now
-                self._say(self.doing, now)
-
-    def _run(self) -> None:
-        while not self._done.wait(min(1.0, self.tick_s)):
-            self.tick(time.monotonic())
-
-    def _say(self, line: str, now: float) -> None:
-        elapsed = now - self.started
-        if elapsed >= self.QUIET_S:
-            click.echo(f"plan recall: {line} ({elapsed:.1f} s)", err=True)
+        self.doing = "planning"  # every step after the catalog read plans or compares
+        self.say(line)
 
 
 @plan.command("policies")

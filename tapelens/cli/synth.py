@@ -8,25 +8,27 @@ from pathlib import Path
 import click
 
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.progress import Progress
 from tapelens.world import PROFILES, GeneratedSite, generate, site_params
 
 demo = BY_NAME["demo"]
 
 
-class _Progress:
-    """One stderr line per stage, and a percentage as a long stage advances."""
+class _Stages(Progress):
+    """The generation's progress on stderr (tapelens.cli.progress): a line as each stage
+    begins, and the stage's percentage every ten seconds while it runs long."""
 
     def __init__(self) -> None:
+        super().__init__("demo generate")
         self.stage = ""
-        self.shown = -1
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        pct = int(100 * done / total) if total else 100
         if stage != self.stage:
-            self.stage, self.shown = stage, -1
-        if pct // 25 != self.shown // 25 or pct == 100 and self.shown != 100:
-            click.echo(f"  {stage}: {pct}%", err=True)
-            self.shown = pct
+            self.stage = stage
+            self.say(stage)
+        pct = int(100 * done / total) if total else 100
+        self.doing = f"{stage}: {pct}%"
+        self.tick()
 
 
 @demo.command("generate")
@@ -106,7 +108,7 @@ def generate_cmd(
         **dates,
     )
     click.echo(f"generating {files:,} files ({profile}, seed {seed}) in {out_dir}", err=True)
-    site = generate(out_dir, params, _Progress())
+    site = generate(out_dir, params, _Stages())
     for line in summary(site):
         click.echo(line)
 

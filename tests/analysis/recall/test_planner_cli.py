@@ -339,7 +339,7 @@ def test_a_long_plan_step_says_what_is_under_way(capsys: pytest.CaptureFixture[s
     from tapelens.cli.plan import _Steps
 
     steps = _Steps("reading the requested files' copies from the catalog", tick_s=10.0)
-    steps.QUIET_S = 0.0
+    steps.quiet_s = 0.0
     start = steps.started
     steps.tick(start + 5.0)  # nothing said for 5 s: too soon
     steps.tick(start + 10.0)
@@ -362,4 +362,4 @@ def test_the_plan_steps_ticker_stops_with_the_plan() -> None:
 
     with _Steps("reading", tick_s=0.01) as steps:
         pass
-    assert not steps._ticker.is_alive()
+    assert not steps.ticking
