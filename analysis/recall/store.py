@@ -528,29 +528,15 @@ PLAN_FILES_SCHEMA: dict[str, Any] = {
     "actual_duration_s": pl.Float64,
 }
 
+# The first read of each planned file is the view tapelens.recall_plan_reads (migration 023),
+# which the dashboards' plan views read too.
 _COMPARE_QUERY = """
-with planned as (
-    select read_order, drive, volume, path, file_id, size_bytes, predicted_start_s,
-           predicted_end_s
-    from tapelens.recall_plan_files where plan_name = {name}
-),
-reads as (
-    select p.read_order, t.volume, t.drive, t.started_at, t.duration_s
-    from planned p join tapelens.transfers t on t.path = p.path
-    where t.direction = 'read' and t.status = 'ok' and t.started_at >= {since}
-    union all
-    select p.read_order, t.volume, t.drive, t.started_at, t.duration_s
-    from planned p join tapelens.transfers t on t.file_id = p.file_id and t.path is null
-    where t.direction = 'read' and t.status = 'ok' and t.started_at >= {since}
-),
-first_read as (
-    select distinct on (read_order) read_order, volume, drive, started_at, duration_s
-    from reads order by read_order, started_at
-)
 select p.read_order, p.drive, p.volume, p.path, p.file_id, p.size_bytes, p.predicted_start_s,
        p.predicted_end_s, r.volume as actual_volume, r.drive as actual_drive,
        extract(epoch from r.started_at) as actual_started_at, r.duration_s as actual_duration_s
-from planned p left join first_read r on r.read_order = p.read_order
+from tapelens.recall_plan_files p
+left join tapelens.recall_plan_reads r on r.plan_name = p.plan_name and r.read_order = p.read_order
+where p.plan_name = {name}
 order by p.read_order
 """
 
@@ -566,7 +552,7 @@ def compare_plan(conn: psycopg.Connection, name: str) -> PlanComparison:
     """Match a saved plan with the reads the transfers show since it was made."""
     try:
         row = conn.execute(
-            "select created_at, summary from tapelens.recall_plans where name = %s", [name]
+            "select summary from tapelens.recall_plans where name = %s", [name]
         ).fetchone()
         if row is None:
             known = [
@@ -574,11 +560,9 @@ def compare_plan(conn: psycopg.Connection, name: str) -> PlanComparison:
             ]
             hint = f" (saved plans: {', '.join(known[:10])})" if known else " (none saved yet)"
             raise InputError(f"no saved recall plan named {name!r}{hint}")
-        created_at, summary = row
+        (summary,) = row
         with conn.cursor() as cur:
-            query = sql.SQL(_COMPARE_QUERY).format(
-                name=sql.Literal(name), since=sql.Literal(created_at)
-            )
+            query = sql.SQL(_COMPARE_QUERY).format(name=sql.Literal(name))
             files = copy_frame(cur, query, PLAN_FILES_SCHEMA)
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None

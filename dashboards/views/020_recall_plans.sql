@@ -1,8 +1,9 @@
 -- Saved recall plans (tapelens.recall_plans, recall_plan_files) against the reads that followed:
--- a planned file counts as read by the first successful read of its path (or of its file id when
--- the log has no path) since the plan was saved. Predicted times are seconds from the start of
--- the recall; they are placed on the clock so that the first predicted read starts with the
--- first actual one (or at the time the plan was saved while nothing has been read).
+-- a planned file counts as read by its first successful read since the plan was saved, as the
+-- view tapelens.recall_plan_reads (migration 023) finds it for `plan compare` too. Predicted
+-- times are seconds from the start of the recall; they are placed on the clock so that the first
+-- predicted read starts with the first actual one (or at the time the plan was saved while
+-- nothing has been read).
 create view tapelens_dashboards.recall_plan_files as
 with planned as (
     select
@@ -12,30 +13,6 @@ with planned as (
     from tapelens.recall_plan_files as files
     inner join tapelens.recall_plans as plans
         on plans.name = files.plan_name
-),
-
-reads as (
-    select planned.plan_name, planned.read_order, transfers.volume, transfers.drive,
-        transfers.started_at, transfers.duration_s
-    from planned
-    inner join tapelens.transfers as transfers
-        on transfers.path = planned.path
-    where transfers.direction = 'read' and transfers.status = 'ok'
-        and transfers.started_at >= planned.created_at
-    union all
-    select planned.plan_name, planned.read_order, transfers.volume, transfers.drive,
-        transfers.started_at, transfers.duration_s
-    from planned
-    inner join tapelens.transfers as transfers
-        on transfers.file_id = planned.file_id and transfers.path is null
-    where transfers.direction = 'read' and transfers.status = 'ok'
-        and transfers.started_at >= planned.created_at
-),
-
-first_reads as (
-    select distinct on (plan_name, read_order) *
-    from reads
-    order by plan_name, read_order, started_at
 ),
 
 anchored as (
@@ -54,7 +31,7 @@ anchored as (
             planned.created_at
         ) as recall_started_at
     from planned
-    left join first_reads
+    left join tapelens.recall_plan_reads as first_reads
         on first_reads.plan_name = planned.plan_name
         and first_reads.read_order = planned.read_order
 )
