@@ -76,13 +76,39 @@ TAPES: dict[str, pl.DataType] = {
     "state_raw": pl.String(),  # the inventory's own words for the state
 }
 
+# A written file's collocation hints (WLCG archive metadata): ingest/formats/wlcg_hints.py.
+WRITE_HINTS: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "file_key": pl.String(),
+    "path": pl.String(),
+    "written_at": UTC_TIME,
+    "size_bytes": pl.Int64(),
+    "experiment": pl.String(),
+    "activity": pl.String(),
+    **{f"level_{n}": pl.String() for n in range(4)},
+    **{f"length_{n}": pl.Int64() for n in range(4)},
+    **{f"size_{n}": pl.Int64() for n in range(4)},
+    "schema_version": pl.Int32(),
+    "status": pl.String(),
+    "reason": pl.String(),
+    "raw_metadata": pl.String(),
+    "levels_digest": pl.String(),
+}
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "catalog": TAPE_FILES,
     "transfers": TRANSFERS,
     "mounts": MOUNTS,
     "tapes": TAPES,
+    "hints": WRITE_HINTS,
 }
-TABLES = {"catalog": "tape_files", "transfers": "transfers", "mounts": "mounts", "tapes": "tapes"}
+TABLES = {
+    "catalog": "tape_files",
+    "transfers": "transfers",
+    "mounts": "mounts",
+    "tapes": "tapes",
+    "hints": "write_hints",
+}
 
 # Columns a parser must fill (never null); the rest may be null.
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -100,6 +126,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "transfers": ("source", "direction", "started_at", "status"),
     "mounts": ("source", "volume", "mounted_at", "purpose", "status"),
     "tapes": ("volume", "media_type", "state", "media_from"),
+    "hints": ("source", "file_key", "written_at", "status", "levels_digest"),
 }
 
 

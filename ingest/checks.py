@@ -27,6 +27,7 @@ INDEXED: dict[str, tuple[str, ...]] = {
     "transfers": ("path", "file_id", "volume"),
     "mounts": ("volume", "drive"),
     "tapes": ("volume",),
+    "hints": ("file_key", "path"),
 }
 # Years a tape observation can carry: tape libraries predate 1970, but not 1950; a date beyond
 # 2100 is a corrupt field.
@@ -36,12 +37,14 @@ TIMES: dict[str, tuple[str, ...]] = {
     "transfers": ("started_at",),
     "mounts": ("requested_at", "mounted_at", "dismounted_at"),
     "tapes": (),
+    "hints": ("written_at",),
 }
 NON_NEGATIVE: dict[str, tuple[str, ...]] = {
     "catalog": ("size_bytes", "position", "offset_bytes"),
     "transfers": ("size_bytes", "duration_s", "queued_s"),
     "mounts": (),
     "tapes": ("capacity_bytes",),
+    "hints": ("size_bytes", *(f"{w}_{n}" for w in ("length", "size") for n in range(4))),
 }
 RAW_SHOWN = 400  # characters of a refused row's rendering kept with its rejection
 

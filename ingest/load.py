@@ -1259,7 +1259,7 @@ def _upsert(cur: psycopg.Cursor, kind: str, columns: list[str], run_id: int) -> 
     cols = _cols(columns)
     staged_row = cur.execute("select count(*) from _tapelens_stage").fetchone()
     staged = int(staged_row[0]) if staged_row else 0
-    if kind == "transfers":
+    if kind in ("transfers", "hints"):  # events: a record already stored is kept as it is
         cur.execute(
             sql.SQL(
                 "insert into {t} ({c}) select {c} from _tapelens_stage on conflict do nothing"

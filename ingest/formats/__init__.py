@@ -18,7 +18,7 @@ AfterLoad = Callable[[psycopg.Cursor, str, int], None]
 
 @dataclass(frozen=True)
 class Format:
-    kind: str  # catalog | transfers | mounts | tapes
+    kind: str  # catalog | transfers | mounts | tapes | hints
     name: str  # as given to --format
     module: str  # module in tapelens.ingest.formats
     function: str  # its parse function
@@ -182,6 +182,33 @@ FORMATS: tuple[Format, ...] = (
         "parse",
         "inventory",
         help="Spectrum Protect `select * from volumes` (dsmadmc -comma, with a header)",
+    ),
+    Format(
+        "hints",
+        "fts-files",
+        "wlcg_hints_inputs",
+        "parse_fts",
+        "fts",
+        help="FTS t_file records with archive_metadata (mysql -B or CSV, with a header)",
+        after_load="mark_contradictions",
+    ),
+    Format(
+        "hints",
+        "csv",
+        "wlcg_hints_inputs",
+        "parse_csv",
+        "csv",
+        help="CSV with a path or file id, a write time and the WLCG archive metadata column",
+        after_load="mark_contradictions",
+    ),
+    Format(
+        "hints",
+        "kit",
+        "wlcg_hints_inputs",
+        "parse_kit",
+        "kit",
+        help="CSV with KIT's dataset_name, dataset_length, dataset_bytes per written file",
+        after_load="mark_contradictions",
     ),
 )
 

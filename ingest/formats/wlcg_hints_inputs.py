@@ -1,0 +1,330 @@
+"""Where sites have written files' collocation hints: FTS's per-file records, any CSV with the
+archive metadata as a column, and KIT's older dataset attributes (docs/formats/wlcg-hints.md).
+
+Each record of a written file becomes one row of tapelens.write_hints: the file as the catalog
+names it (`file_key`: the path after --path-map, or a file id the record gives: a dCache pnfsid,
+a CTA archive id), when it was written, and its hints (wlcg_hints.read_metadata). A record
+whose metadata cannot be read is kept as a file without hints (status malformed or truncated,
+the raw text kept) and its line is also refused with the reason, so that the load summary
+names it and --strict stops there. Records of transfers that did not finish are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import polars as pl
+import psycopg
+
+from tapelens.db import connect
+from tapelens.ingest.canonical import WRITE_HINTS
+from tapelens.ingest.datasets import DatasetRules, experiment_expr
+from tapelens.ingest.formats.base import Batch, Collector, Line, LineReader, ParseOptions
+from tapelens.ingest.formats.logfields import (
+    CsvColumns,
+    FieldError,
+    cell,
+    integer,
+    iso_time,
+    local_time,
+    quote,
+    text,
+)
+from tapelens.ingest.formats.wlcg_hints import Hints, read_metadata
+
+KIND = "hints"
+
+# FTS t_file columns (cern-fts/fts3 src/db/schema/mysql/fts-schema-10.0.1.sql) read here.
+FTS_COLUMNS = (
+    "file_id",
+    "file_state",
+    "dest_surl",
+    "filesize",
+    "finish_time",
+    "archive_finish_time",
+    "activity",
+    "vo_name",
+    "archive_metadata",
+)
+# A transfer in any other state wrote nothing (yet): its record is a counted skip.
+WRITTEN_STATES = {"FINISHED"}
+# The names a CSV's columns may have for each field (lower case).
+PATH_NAMES = ("path", "dest_surl", "surl", "pfn", "url", "file", "lfn")
+KEY_NAMES = ("pnfsid", "archive_id", "file_key")
+TIME_NAMES = ("written_at", "archive_finish_time", "finish_time", "time", "timestamp")
+SIZE_NAMES = ("size_bytes", "filesize", "size", "bytes")
+VO_NAMES = ("experiment", "vo_name", "vo")
+METADATA_NAMES = ("archive_metadata", "archivemetadata", "metadata", "hints")
+KIT_NAMES = ("dataset_name", "dataset_length", "dataset_bytes")
+_MYSQL_ESCAPE = re.compile(r"\\(.)")
+_MYSQL_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\x00", "\\": "\\", "Z": "\x1a"}
+
+
+def parse_fts(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
+    """FTS t_file records: `mysql -B` output (tab separated, `NULL`, backslash escapes) or a
+    CSV export, each with a header naming the columns."""
+    fts = (*FTS_COLUMNS, "archive_start_time", "start_time", "job_id", "source_surl")
+    return _records(path, options, fts, ("dest_surl", "archive_metadata"), _fts_row)
+
+
+def parse_csv(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
+    """Any CSV with a header, a path or file id column, a time and the archive metadata."""
+    known = (*PATH_NAMES, *KEY_NAMES, *TIME_NAMES, *SIZE_NAMES, *VO_NAMES, *METADATA_NAMES)
+    return _records(path, options, (*known, "activity"), (), _metadata_row)
+
+
+def parse_kit(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
+    """KIT's dataset attributes: dataset_name, dataset_length, dataset_bytes per written file."""
+    known = (*PATH_NAMES, *KEY_NAMES, *TIME_NAMES, *SIZE_NAMES, *VO_NAMES, *KIT_NAMES)
+    return _records(path, options, (*known, "activity"), ("dataset_name",), _kit_row)
+
+
+_Row = Callable[[dict[str, str], ParseOptions], tuple[dict[str, Any], Hints] | None]
+
+
+def _records(
+    path: str | Path,
+    options: ParseOptions,
+    known: tuple[str, ...],
+    required: tuple[str, ...],
+    make_row: _Row,
+) -> Iterator[Batch]:
+    """The batches of a file of hint records, one record a line after a header."""
+    layout = CsvColumns(known, required, options, lambda _: None)
+    rules = DatasetRules(experiment=options.extra.get("experiment_rule"))
+    tabs: bool | None = None
+    with LineReader(path) as reader:
+        out = Collector(reader, options, WRITE_HINTS)
+        for line in reader:
+            if not line.text.strip():
+                out.skip()
+                continue
+            if tabs is None:  # mysql -B separates with tabs; an export, with commas
+                tabs = "\t" in line.text
+            try:
+                record = _tab_record(layout, line) if tabs else layout.read(line)
+                made = None if record is None else make_row(record, options)
+            except FieldError as exc:
+                out.reject(line, str(exc))
+                continue
+            if made is None:
+                out.skip()
+                continue
+            row, hints = made
+            if hints.refused:
+                out.reject(line, hints.reason or hints.status)  # kept all the same, as unhinted
+            out.add(row, line.no)
+            if out.full():
+                yield _with_experiment(out.flush(), rules)
+        yield _with_experiment(out.flush(), rules)
+
+
+def _tab_record(layout: CsvColumns, line: Line) -> dict[str, str] | None:
+    """A `mysql -B` line by column name: fields unescaped, NULL as an empty field."""
+    fields = [_unescape(f) for f in line.text.split("\t")]
+    joined = ",".join(_csv_quoted(f) for f in fields)
+    record = layout.read(Line(line.no, joined))
+    if record is None:
+        return None
+    return {k: "" if v == "NULL" else v for k, v in record.items()}
+
+
+def _unescape(field: str) -> str:
+    return _MYSQL_ESCAPE.sub(lambda m: _MYSQL_ESCAPES.get(m[1], m[1]), field)
+
+
+def _csv_quoted(field: str) -> str:
+    return '"' + field.replace('"', '""') + '"'
+
+
+def _with_experiment(batch: Batch, rules: DatasetRules) -> Batch:
+    """The experiment a record names, else the one its path gives (as the catalog derives it)."""
+    frame = batch.frame
+    if frame.height:
+        derived = experiment_expr(rules, pl.coalesce(pl.col("path"), pl.col("file_key")))
+        batch.frame = frame.with_columns(pl.coalesce(pl.col("experiment"), derived))
+    return batch
+
+
+def _fts_row(record: dict[str, str], options: ParseOptions) -> tuple[dict[str, Any], Hints] | None:
+    state = (cell(record, "file_state") or "FINISHED").strip().upper()
+    if state not in WRITTEN_STATES:
+        return None
+    surl = cell(record, "dest_surl")
+    if surl is None:
+        raise FieldError("dest_surl is empty")
+    when = _time(record, ("archive_finish_time", "finish_time"), options.timezone)
+    hints = read_metadata(cell(record, "archive_metadata"))
+    activity = cell(record, "activity")
+    return _row(record, options, _url_path(surl), None, when, hints, activity), hints
+
+
+def _metadata_row(
+    record: dict[str, str], options: ParseOptions
+) -> tuple[dict[str, Any], Hints] | None:
+    name = next((n for n in METADATA_NAMES if n in record), None)
+    if name is None:
+        raise FieldError("no archive_metadata column (or metadata, hints)")
+    hints = read_metadata(cell(record, name))
+    path, key = _where(record)
+    when = _time(record, TIME_NAMES, options.timezone)
+    return _row(record, options, path, key, when, hints, cell(record, "activity")), hints
+
+
+def _kit_row(record: dict[str, str], options: ParseOptions) -> tuple[dict[str, Any], Hints] | None:
+    path, key = _where(record)
+    when = _time(record, TIME_NAMES, options.timezone)
+    hints = _kit_hints(record)
+    return _row(record, options, path, key, when, hints, cell(record, "activity")), hints
+
+
+def _kit_hints(record: dict[str, str]) -> Hints:
+    """The dataset is the narrowest group there is: level 3, with its announced length and
+    bytes; the broader levels are unknown."""
+    name = cell(record, "dataset_name")
+    length, size = cell(record, "dataset_length"), cell(record, "dataset_bytes")
+    if name is None:
+        return (
+            Hints("empty", "no dataset_name")
+            if length is None and size is None
+            else (
+                Hints(
+                    "malformed",
+                    "dataset_length or dataset_bytes without a dataset_name",
+                    raw=_kit_raw(record),
+                )
+            )
+        )
+    try:
+        counts = [
+            None if v is None else integer(n, v)
+            for n, v in (("dataset_length", length), ("dataset_bytes", size))
+        ]
+        name = text("dataset_name", name.strip())
+    except FieldError as exc:
+        return Hints("malformed", str(exc), raw=_kit_raw(record))
+    return Hints(
+        "ok",
+        levels=(None, None, None, name),
+        lengths=(None, None, None, counts[0]),
+        sizes=(None, None, None, counts[1]),
+    )
+
+
+def _kit_raw(record: dict[str, str]) -> str:
+    return ";".join(f"{n}={record.get(n, '')}" for n in KIT_NAMES)
+
+
+def _where(record: dict[str, str]) -> tuple[str | None, str | None]:
+    """The record's path (a URL's path part) and the file id it gives, if any."""
+    url = next((v for n in PATH_NAMES if (v := cell(record, n)) is not None), None)
+    key = next((v.strip() for n in KEY_NAMES if (v := cell(record, n)) is not None), None)
+    if url is None and key is None:
+        raise FieldError("neither a path nor a file id (pnfsid, archive_id)")
+    return (None if url is None else _url_path(url)), key
+
+
+def _url_path(url: str) -> str:
+    """The path of a storage URL (davs://host:port//eos/x -> /eos/x), or the path itself."""
+    value = url.strip()
+    if "://" in value:
+        parts = urlsplit(value)
+        value = unquote(parts.path)
+    value = "/" + value.lstrip("/") if value.startswith("/") else value
+    if not value:
+        raise FieldError(f"URL {quote(url)} has no path")
+    return text("path", value)
+
+
+def _time(record: dict[str, str], names: tuple[str, ...], zone: str) -> datetime:
+    """The first time the record gives: ISO 8601; without an offset, in `zone` (--timezone;
+    FTS's database keeps UTC)."""
+    for name in names:
+        value = cell(record, name)
+        if value is None:
+            continue
+        moment = iso_time(name, value)
+        if zone == "UTC" or datetime.fromisoformat(value.strip()).tzinfo is not None:
+            return moment
+        return local_time(
+            moment.year,
+            moment.month,
+            moment.day,
+            (moment.hour, moment.minute, moment.second),
+            value,
+            zone,
+        ).replace(microsecond=moment.microsecond)
+    raise FieldError(f"no write time ({', '.join(n for n in names if n in record) or names[0]})")
+
+
+def _row(
+    record: dict[str, str],
+    options: ParseOptions,
+    path: str | None,
+    key: str | None,
+    when: datetime,
+    hints: Hints,
+    activity: str | None,
+) -> dict[str, Any]:
+    mapped = None if path is None else _mapped(path, options.extra.get("path_map") or ())
+    size = next((v for n in SIZE_NAMES if (v := cell(record, n)) is not None), None)
+    vo = next((v.strip().lower() for n in VO_NAMES if (v := cell(record, n)) is not None), None)
+    row = {
+        "source": options.source,
+        "file_key": key or mapped,
+        "path": mapped,
+        "written_at": when,
+        "size_bytes": integer("size", size) if size is not None else hints.file_size,
+        "experiment": vo,
+        **hints.columns(),
+    }
+    # The record's own activity column (FTS's t_file.activity) where the hints name none.
+    if row["activity"] is None and activity is not None:
+        row["activity"] = text("activity", activity.strip())
+    return row
+
+
+def _mapped(path: str, path_map: tuple[tuple[str, str], ...]) -> str:
+    """`path` with the longest matching prefix rewritten (storage path -> tape system path)."""
+    for old, new in sorted(path_map, key=lambda p: len(p[0]), reverse=True):
+        if path == old or path.startswith(old.rstrip("/") + "/"):
+            return new + path[len(old) :]
+    return path
+
+
+def mark_contradictions(cur: psycopg.Cursor, source: str, run_id: int) -> None:
+    """After a load: files whose records (of any load, any source) name different levels are
+    contradictory, every such record. Empty records say nothing and contradict nothing."""
+    cur.execute(
+        "with touched as (select distinct file_key from tapelens.write_hints"
+        "   where ingest_run_id = %(run)s and status in ('ok', 'contradictory')),"
+        " split as (select h.file_key, count(distinct h.levels_digest) as versions"
+        "   from tapelens.write_hints h join touched t on t.file_key = h.file_key"
+        "   where h.status in ('ok', 'contradictory')"
+        "   group by h.file_key having count(distinct h.levels_digest) > 1)"
+        " update tapelens.write_hints h set status = 'contradictory',"
+        "   reason = format('%%s records of this file name different levels', s.versions)"
+        " from split s where h.file_key = s.file_key"
+        "   and h.status in ('ok', 'contradictory')",
+        {"run": run_id},
+    )
+
+
+STATUSES = ("ok", "empty", "absent", "malformed", "truncated", "contradictory")
+
+
+def statuses(dsn: str, run_ids: list[int]) -> dict[str, int]:
+    """How many of these loads' records stand in each status (contradictions included)."""
+    with connect(dsn) as conn:
+        found = conn.execute(
+            "select status, count(*) from tapelens.write_hints"
+            " where ingest_run_id = any(%s) group by status",
+            [run_ids],
+        ).fetchall()
+    counts = {str(s): int(n) for s, n in found}
+    return {s: counts[s] for s in STATUSES if counts.get(s)}
