@@ -1,7 +1,7 @@
-"""Superset assets as files: the import bundle made from dashboards/, and exports written back.
+"""Superset assets as files: the import bundle made from dashboards/bundle/, and exports back.
 
-dashboards/ holds Superset's own export layout (metadata.yaml, databases/, datasets/, charts/,
-dashboards/) in a normal form, so that an export of what was imported gives the same files:
+dashboards/bundle/ holds Superset's own export layout (metadata.yaml, databases/, datasets/,
+charts/, dashboards/) in a normal form, so that an export of what was imported gives the same files:
 
 - keys sorted, long strings (SQL, a chart's query context as indented JSON) as literal blocks,
   dataset columns and metrics sorted by name;

@@ -33,7 +33,7 @@ from tapelens.dashboards.superset.install import (
 from tapelens.dashboards.superset.server import Running, start
 
 READER_PASSWORD_FILE = "reader.password"
-# The database entry of dashboards/databases/, whose datasets the viewer may read.
+# The database entry of dashboards/bundle/databases/, whose datasets the viewer may read.
 DATABASE_NAME = "tapelens"
 READER_PASSWORD_BYTES = 18
 

@@ -31,9 +31,12 @@ from pathlib import Path
 
 from tapelens.errors import TapelensError
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent
-REQUIREMENTS = ASSETS_DIR / "superset-requirements.txt"
-CONSTRAINTS = ASSETS_DIR / "superset-constraints.txt"
+DASHBOARDS_DIR = Path(__file__).resolve().parent.parent
+# Superset's import bundle: metadata.yaml, databases/, datasets/, charts/ and dashboards/ as
+# Superset itself exports them (its "datasets" are the tables and views a chart reads).
+ASSETS_DIR = DASHBOARDS_DIR / "bundle"
+REQUIREMENTS = DASHBOARDS_DIR / "superset-requirements.txt"
+CONSTRAINTS = DASHBOARDS_DIR / "superset-constraints.txt"
 SUPERSET_VERSION = "6.1.0"
 ADMIN_USER = "admin"
 # The read-only login: sees the tapelens dashboards, charts and datasets, edits nothing, no SQL Lab.

@@ -26,7 +26,12 @@ from psycopg import sql
 from tapelens.cli import cli
 from tapelens.dashboards.assets import load_assets
 from tapelens.dashboards.ops import Served, reader_password, serve
-from tapelens.dashboards.reader_role import READER_ROLE, ReaderConnection, prepare_reader
+from tapelens.dashboards.reader_role import (
+    READER_ROLE,
+    VIEWS_DIR,
+    ReaderConnection,
+    prepare_reader,
+)
 from tapelens.dashboards.superset.api import SupersetClient
 from tapelens.dashboards.superset.install import (
     ADMIN_USER,
@@ -297,7 +302,7 @@ def test_no_default_admin_password_and_a_secret_key_of_its_own(
 
 def test_export_reproduces_the_yaml_in_git(served: Served, tmp_path: Path) -> None:
     out = tmp_path / "exported"
-    shutil.copytree(ASSETS_DIR / "views", out / "views")  # other files are left alone
+    shutil.copytree(VIEWS_DIR, out / "views")  # other files are left alone
     result = CliRunner().invoke(
         cli,
         ["dashboards", "export", "--url", served.url, "-o", str(out)],
