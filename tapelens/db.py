@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import conninfo
@@ -30,12 +31,14 @@ def _without_password(dsn: str) -> str:
     """
     if _URL.match(dsn):
         scheme, rest = dsn.split("://", 1)
+        # The query's password first: an "@" in it must not be read as the end of the user
+        # information.
+        rest = _QUERY_PASSWORD.sub(r"\1", rest)
         # Everything up to the last "@" is user information; a password may contain "@".
         at = rest.rfind("@")
         if at >= 0:
             user = rest[:at].split(":", 1)[0]
             rest = (f"{user}@" if user else "") + rest[at + 1 :]
-        rest = _QUERY_PASSWORD.sub(r"\1", rest)
         return f"{scheme}://" + (rest[:-1] if rest.endswith(("?", "&")) else rest)
     return _KEYWORD_PASSWORD.sub("", dsn)
 
@@ -84,17 +87,113 @@ def _hint(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
+# A URL's user information: up to the last "@" before the host (a password may hold "@").
+_URL_USERINFO = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://(?P<userinfo>.*)@", re.DOTALL)
+# Where a keyword-form password starts; what follows may run to the end when it does not parse.
+_KEYWORD_START = re.compile(r"(?i)(?:^|(?<=\s))password\s*=\s*")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+# Pieces of a password shorter than this are not masked: they would mask ordinary words.
+_PIECE = 3
+
+
+def password_texts(dsn: str) -> list[str]:
+    """Every text of the DSN that may hold its password, as written and percent-decoded.
+
+    Read without trusting the DSN to parse: in a URL, everything after the first ":" of the
+    user information (up to the last "@"), and a `password=` query parameter to the end; in
+    the keyword form, the password's value, or all that follows `password=` when the string
+    does not parse. Too much rather than too little: these texts are only ever masked.
+    """
+    texts: list[str] = []
+    url = _URL_USERINFO.match(dsn)
+    if url and ":" in url["userinfo"]:
+        texts.append(url["userinfo"].split(":", 1)[1])
+    for found in re.finditer(r"(?i)[?&]password=", dsn):
+        texts.append(dsn[found.end() :])
+    if not _URL.match(dsn):
+        for found in _KEYWORD_START.finditer(dsn):
+            value = dsn[found.end() :]
+            texts.append(value)
+            if value.startswith("'"):  # quoted, perhaps never closed: as libpq unescapes it
+                texts.append(re.sub(r"\\(.)", r"\1", value[1:]))
+    try:
+        parsed = conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.ProgrammingError:
+        parsed = None
+    if parsed:
+        texts.append(str(parsed))
+    texts += [unquote(text) for text in texts]
+    return [text for text in dict.fromkeys(texts) if text]
+
+
+def mask_password(text: str, dsn: str) -> str:
+    """`text` with every run of 3 or more characters that also occurs in a possible password
+    of `dsn` replaced by "***"."""
+    pieces = {
+        secret[i : i + _PIECE]
+        for secret in password_texts(dsn)
+        for i in range(len(secret) - _PIECE + 1)
+    }
+    covered = [False] * len(text)
+    for i in range(len(text) - _PIECE + 1):
+        if text[i : i + _PIECE] in pieces:
+            covered[i : i + _PIECE] = [True] * _PIECE
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if not covered[i]:
+            out.append(char)
+        elif i == 0 or not covered[i - 1]:
+            out.append("***")
+    return "".join(out)
+
+
+def _needs_escaping(dsn: str) -> bool:
+    """Whether a URL's password holds a character that must be percent-encoded."""
+    url = _URL_USERINFO.match(dsn)
+    if not url or ":" not in url["userinfo"]:
+        return False
+    return bool(re.search(r"[@:/?#\[\]]", url["userinfo"].split(":", 1)[1]))
+
+
+def _safe_hint(exc: Exception, dsn: str) -> str:
+    """The reason a connection failed, with nothing of the password in it.
+
+    libpq and psycopg quote the host, port or option they could not use; when a password
+    holding "@", "/" or "?" was split wrongly, that quote holds a piece of it. A quoted value
+    is kept only where the redacted DSN shows it anyway, and pieces of any possible password
+    are masked whatever the message's shape.
+    """
+    shown = redact(dsn)
+    hint = _QUOTED.sub(
+        lambda quoted: (
+            quoted[0] if quoted[0][1:-1] in shown else f"{quoted[0][0]}...{quoted[0][0]}"
+        ),
+        _hint(exc),
+    )
+    hint = mask_password(hint, dsn)
+    if _needs_escaping(dsn):
+        hint += " (a password holding @ : / ? # [ or ] must be percent-encoded in a URL: @ is %40)"
+    return hint
+
+
+def unavailable(dsn: str, exc: Exception) -> DatabaseUnavailable:
+    """The error to raise when a connection to `dsn` failed with `exc`, whichever client
+    (psycopg, ADBC) tried: the DSN and the reason shown with nothing of the password."""
+    return DatabaseUnavailable(redact(dsn), _safe_hint(exc, dsn))
+
+
 def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
     """Open a connection, or raise DatabaseUnavailable naming the server without its password."""
     try:
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(redact(dsn), _hint(exc)) from None
+        raise unavailable(dsn, exc) from None
     except psycopg.ProgrammingError:
         # libpq's message quotes the piece it could not read, which may be part of a password.
-        raise DatabaseUnavailable(
-            redact(dsn), "invalid connection string (not a URL or keyword=value pairs)"
-        ) from None
+        reason = "invalid connection string (not a URL or keyword=value pairs)"
+        if _needs_escaping(dsn):
+            reason += "; a password holding @ : / ? # [ or ] must be percent-encoded in a URL"
+        raise DatabaseUnavailable(redact(dsn), reason) from None
 
 
 @contextmanager

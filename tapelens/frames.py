@@ -18,8 +18,8 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from tapelens.db import redact
-from tapelens.errors import DatabaseError, DatabaseUnavailable
+from tapelens.db import unavailable
+from tapelens.errors import DatabaseError
 from tapelens.handoff import DONE, Handoff
 
 UTC = pl.Datetime("us", "UTC")
@@ -35,7 +35,7 @@ def _arrow_cursor(dsn: str, query: str, params: Sequence[Any] = ()) -> Iterator[
     try:
         conn = adbc.connect(dsn)
     except adbc_driver_manager.Error as exc:
-        raise DatabaseUnavailable(redact(dsn), one_line(exc)) from None
+        raise unavailable(dsn, exc) from None
     try:
         with conn.cursor() as cur:
             cur.execute(query, parameters=tuple(params) or None)
