@@ -6,28 +6,41 @@ files in its tape info directory (default /etc/dcache/tapeinfo), as JSON (`tapes
 `tapefiles.json`) or as CSV (`tapes.txt`, `tapefiles.txt`):
 
 - tapes: per tape its capacity and how much of it is filled, in kB;
-- tapefiles: per file the full path the file is requested with (matched exactly), its size in
-  kB and the tape it is on.
+- tapefiles: per file the path the file is requested with, its size in kB and the tape it is on.
+
+dCache looks a request up by the raw path of its SURL (dCache/dcache,
+modules/srm-server/.../scheduler/strategy/TapeRecallSchedulingStrategy.java, `add`:
+`getSurl().getRawPath()`), matched exactly: `/pnfs/<domain>/...`, percent-encoded where a URL
+must be. A key that is a tape-system path (/hpss/...) is never asked for, so `path_map` rewrites
+the tape system's prefixes to dCache's, and a file whose path is outside dCache's namespace
+after that (no prefix matched) is left out and reported rather than written unchanged.
 
 The tape a file is on is the copy a tape system recalls: the newest live copy on a tape that
 can be read now (analysis/recall/baselines.py newest_copies). Sizes are in kB of 1,000 bytes,
 rounded up (a file of 1 byte takes 1 kB). A tape is filled with every copy it holds, the ones
-the catalog no longer lists included, as the tape itself is until it is repacked. Paths are
-tape-system paths: `path_map` rewrites their prefixes to the paths dCache is asked for (an HPSS
-/hpss/atlas becomes dCache's /pnfs/example.org/data/atlas, say).
+the catalog no longer lists included, as the tape itself is until it is repacked.
 
 ENDIT (the dCache interface to IBM Spectrum Protect) reads a tape hint file to retrieve from
-several tapes at once: one JSON object keyed by the name a file has in Spectrum Protect (the
-file name without its directories, as ENDIT archives it; the whole path with `full_names`),
-each with `volid` (the volume), `order` (the file's place on that volume, counted from 0 in tape
-order) and `size` (bytes), for the same copy as above.
+several tapes at once. Its retriever (neicnordic/endit, tsmretriever.pl) takes as requests the
+files of its request folder whose names are hex digits, dCache's pnfsids, and looks each up in
+the hint file by that name (`$tapelist->{$req}{volid}`); a request it does not find goes to one
+`default` job, without a word. So the hint file is keyed by pnfsid: the object name of a file
+ENDIT archived (tsmarchiver.pl archives `<dir_out>/<pnfsid>`, so the catalog's base name is the
+pnfsid), or the pnfsid a site's namespace dump gives the file's dCache path. Each entry has
+`volid` (the volume), `order` (the file's place on that volume, counted from 0 in tape order) and
+`size` (bytes), as ENDIT's tsm_getvolumecontent.pl writes them, on one line (the retriever
+decodes the file's first line only).
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 import polars as pl
 
@@ -38,6 +51,24 @@ from tapelens.errors import InputError
 
 FORMATS = ("json", "csv")
 KB = 1000
+DCACHE_ROOT = "/pnfs/"
+# A pnfsid as dCache writes it, the name of an ENDIT request: 24 (PNFS) or 36 (Chimera)
+# upper-case hex digits (dCache/dcache, modules/dcache-vehicles/.../diskCacheV111/util/
+# PnfsId.java, toString); the retriever takes any hex name (tsmretriever.pl: /^[0-9A-Fa-f]+$/).
+PNFSID = r"^(?:[0-9A-F]{24}|[0-9A-F]{36})$"
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+# Characters a URI path keeps as they are (RFC 3986 pchar and '/'); others a SURL escapes.
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
+_NEEDS_QUOTING = r"[^A-Za-z0-9/!$&'()*+,;=:@._~-]"
+LEFT_OUT_SCHEMA = {"path": pl.String, "file_id": pl.String, "cause": pl.String}
+
+
+class EnditHint(TypedDict):
+    """One file's entry in ENDIT's hint file."""
+
+    volid: str
+    order: int
+    size: int
 
 
 def parse_path_map(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -51,25 +82,78 @@ def parse_path_map(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def mapped_paths(path_map: Sequence[tuple[str, str]]) -> pl.Expr:
+    """The path with the first matching prefix rewritten; null where none matches (or the path
+    itself when there is no map)."""
+    if not path_map:
+        return pl.col("path")
+    mapped: pl.Expr = pl.lit(None, pl.String)
+    for old, new in reversed(path_map):
+        mapped = (
+            pl.when(pl.col("path").str.starts_with(old))
+            .then(pl.lit(new) + pl.col("path").str.slice(len(old)))
+            .otherwise(mapped)
+        )
+    return mapped
+
+
+def left_out_summary(left_out: pl.DataFrame) -> str:
+    """'3 files left out (2 no --path-map prefix matched, 1 ...)', or '' when none is."""
+    if left_out.height == 0:
+        return ""
+    causes = left_out.group_by("cause").len().sort("len", "cause", descending=[True, False])
+    why = ", ".join(f"{n:,} {c}" for c, n in causes.iter_rows())
+    return f"{left_out.height:,} files left out ({why})"
+
+
+def write_left_out(left_out: pl.DataFrame, target: Path) -> Path | None:
+    """The files an export left out, with the cause, as CSV; nothing (and an older list
+    removed) when none was."""
+    if left_out.height == 0:
+        target.unlink(missing_ok=True)
+        return None
+    left_out.sort("path").write_csv(target)
+    return target
+
+
 def tapeinfo(
     copies: pl.DataFrame,
     tapes: pl.DataFrame,
     path_map: Sequence[tuple[str, str]] = (),
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(tapes: tape, capacity_kb, filled_kb; files: path, size_kb, tape) for dCache.
+    dcache_root: str = DCACHE_ROOT,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(tapes: tape, capacity_kb, filled_kb; files: path, size_kb, tape; left_out: path,
+    file_id, cause) for dCache.
 
     `copies`: live readable copies (file_id, path, size_bytes, volume, written_at, copy_no);
-    `tapes`: volume, capacity_bytes, filled_bytes of every tape a chosen copy may be on."""
-    chosen = newest_copies(copies, "file_id")
-    path = pl.col("path")
-    for old, new in path_map:
-        path = (
-            pl.when(pl.col("path").str.starts_with(old))
-            .then(pl.lit(new) + pl.col("path").str.slice(len(old)))
-            .otherwise(path)
+    `tapes`: volume, capacity_bytes, filled_bytes of every tape a chosen copy may be on. A file
+    whose path no `path_map` prefix matches, or that is outside `dcache_root` after the map, is
+    left out; none inside is an error that says which --path-map to give."""
+    chosen = newest_copies(copies, "file_id").with_columns(
+        mapped_paths(path_map).alias("dcache_path")
+    )
+    root = dcache_root.rstrip("/") + "/"
+    cause = (
+        pl.when(pl.col("dcache_path").is_null())
+        .then(pl.lit("no --path-map prefix matched"))
+        .when(~pl.col("dcache_path").str.starts_with(root))
+        .then(pl.lit(f"not under {root}"))
+    )
+    chosen = chosen.with_columns(cause.alias("cause"))
+    left_out = chosen.filter(pl.col("cause").is_not_null()).select(
+        pl.coalesce("dcache_path", "path").alias("path"), "file_id", "cause"
+    )
+    kept = chosen.filter(pl.col("cause").is_null())
+    if kept.height == 0:
+        example = chosen["path"].sort()[0]
+        raise InputError(
+            f"none of the {chosen.height:,} files has a dCache path ({root}<domain>/...; e.g."
+            f" {example!r}): dCache looks files up by the path of the SRM request; give"
+            f" --path-map {_parent(example)}={root}<domain>/... (or --dcache-root for a"
+            " namespace elsewhere)"
         )
-    files = chosen.select(
-        path.alias("path"),
+    files = kept.select(
+        _raw_paths(kept["dcache_path"]).alias("path"),
         ((pl.col("size_bytes") + KB - 1) // KB).alias("size_kb"),
         pl.col("volume").alias("tape"),
     ).sort("tape", "path")
@@ -89,7 +173,25 @@ def tapeinfo(
     missing = set(used.to_list()) - set(info["tape"].to_list())
     if missing:
         raise InputError(f"no capacity known for tape(s) {', '.join(sorted(missing)[:5])}")
-    return info, files
+    return info, files, left_out
+
+
+def _raw_paths(paths: pl.Series) -> pl.Series:
+    """The paths as a SURL's raw path has them: percent-encoded where a URI path must be (a
+    blank as %20); the few paths that need it are encoded one by one."""
+    needs = paths.str.contains(_NEEDS_QUOTING)
+    if not needs.any():
+        return paths
+    quoted = [
+        urllib.parse.quote(p, safe=_PATH_SAFE) if n else p
+        for p, n in zip(paths.to_list(), needs.to_list(), strict=True)
+    ]
+    return pl.Series(paths.name, quoted, dtype=pl.String)
+
+
+def _parent(path: str) -> str:
+    """The folder of a path, as an example --path-map prefix."""
+    return path.rsplit("/", 1)[0] or "/"
 
 
 def write_tapeinfo(
@@ -117,18 +219,122 @@ def write_tapeinfo(
     return list(targets)
 
 
+def canonical_pnfsid(text: str) -> str | None:
+    """The pnfsid as dCache writes it (upper case; a short id padded with zeros to 24 digits,
+    as dCache's PnfsId reads one), or None when `text` is none."""
+    text = text.strip()
+    if not _HEX.fullmatch(text):
+        return None
+    text = text.upper().rjust(24, "0")
+    return text if len(text) in (24, 36) else None
+
+
+def read_pnfsid_map(path: Path) -> pl.DataFrame:
+    """A site's path -> pnfsid list (path, pnfsid): CSV with a header naming the columns `path`
+    and `pnfsid` (or Chimera's `ipnfsid`), as `psql --csv` prints a select of Chimera's
+    t_inodes; other columns are ignored."""
+    try:
+        with path.open(newline="") as stream:
+            reader = csv.reader(stream)
+            header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path}:1: empty; expected a header with path and pnfsid")
+            names = [h.strip().lower() for h in header]
+            id_name = "pnfsid" if "pnfsid" in names else "ipnfsid"
+            if "path" not in names or id_name not in names:
+                raise InputError(
+                    f"{path}:1: expected a header naming the columns path and pnfsid (or"
+                    f" ipnfsid), got {','.join(header)!r}"
+                )
+            at_path, at_id = names.index("path"), names.index(id_name)
+            paths: list[str] = []
+            ids: list[str] = []
+            for line_no, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) <= max(at_path, at_id):
+                    raise InputError(f"{path}:{line_no}: expected {len(header)} columns")
+                pnfsid = canonical_pnfsid(row[at_id])
+                if pnfsid is None:
+                    raise InputError(
+                        f"{path}:{line_no}: expected a pnfsid of 24 or 36 hex digits, got"
+                        f" {row[at_id]!r}"
+                    )
+                paths.append(row[at_path])
+                ids.append(pnfsid)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a CSV file: {exc}") from None
+    frame = pl.DataFrame(
+        {"path": paths, "pnfsid": ids}, schema={"path": pl.String, "pnfsid": pl.String}
+    )
+    if frame["path"].is_duplicated().any():
+        twice = frame.filter(pl.col("path").is_duplicated())["path"][0]
+        raise InputError(f"{path}: the path {twice!r} is listed twice")
+    return frame
+
+
 def endit_hints(
     copies: pl.DataFrame,
-    full_names: bool = False,
     order: str = "position",
     params_by_media: Mapping[str, ModelParams] | None = None,
-) -> dict[str, dict[str, object]]:
-    """ENDIT's tape hints: name -> {volid, order, size} for the copy a tape system recalls.
+    pnfsids: pl.DataFrame | None = None,
+    path_map: Sequence[tuple[str, str]] = (),
+) -> tuple[dict[str, EnditHint], pl.DataFrame]:
+    """ENDIT's tape hints, pnfsid -> {volid, order, size} for the copy a tape system recalls,
+    and the files left out (path, file_id, cause).
+
     `copies` as for tapeinfo, with position and offset_bytes; `order` is the read order on each
-    volume (read_order.ORDERS; rao needs media_type and the parameters in use)."""
-    chosen = newest_copies(copies, "file_id").sort(
-        "volume", "position", "offset_bytes", nulls_last=False
+    volume (read_order.ORDERS; rao needs media_type and the parameters in use). A file's pnfsid
+    is its name without directories (a catalog of what ENDIT archived), or with `pnfsids` (path,
+    pnfsid) the one listed for its path, after `path_map`. No file with a pnfsid is an error: the
+    retriever would ignore every hint."""
+    chosen = newest_copies(copies, "file_id")
+    if pnfsids is None:
+        base = pl.col("path").str.extract(r"([^/]*)$")
+        chosen = chosen.with_columns(
+            pl.when(base.str.contains(PNFSID)).then(base).alias("pnfsid"),
+            pl.lit("the name is not a pnfsid").alias("why"),
+        )
+    else:
+        chosen = (
+            chosen.with_columns(mapped_paths(path_map).alias("dcache_path"))
+            .join(
+                pnfsids.rename({"path": "dcache_path"}),
+                on="dcache_path",
+                how="left",
+                nulls_equal=False,
+            )
+            .with_columns(
+                pl.when(pl.col("dcache_path").is_null())
+                .then(pl.lit("no --path-map prefix matched"))
+                .otherwise(pl.lit("not in the pnfsid map"))
+                .alias("why")
+            )
+        )
+    left_out = chosen.filter(pl.col("pnfsid").is_null()).select(
+        "path", "file_id", pl.col("why").alias("cause")
     )
+    chosen = chosen.filter(pl.col("pnfsid").is_not_null())
+    if chosen.height == 0:
+        example = left_out["path"].sort()[0]
+        if pnfsids is None:
+            raise InputError(
+                f"none of the {left_out.height:,} files is named by its dCache pnfsid (e.g."
+                f" {example!r}): ENDIT's retriever looks requests up by pnfsid and would ignore"
+                " every hint; give --pnfsid-map FILE (path,pnfsid, e.g. from Chimera) and"
+                " --path-map FROM=TO when the catalog's paths are not dCache's"
+            )
+        raise InputError(
+            f"none of the {left_out.height:,} files' paths is in the pnfsid map (e.g."
+            f" {example!r}): give --path-map FROM=TO so that the catalog's paths become the"
+            " map's dCache paths"
+        )
+    if chosen["pnfsid"].is_duplicated().any():
+        twice = chosen.filter(pl.col("pnfsid").is_duplicated())["pnfsid"][0]
+        raise InputError(f"two files have the pnfsid {twice!r}: check the pnfsid map")
+    chosen = chosen.sort("volume", "position", "offset_bytes", nulls_last=False)
     if order != "position":
         ranked = in_read_order(
             chosen.with_columns(pl.col("volume").rank("dense").cast(pl.Int64).alias("vid")),
@@ -136,16 +342,22 @@ def endit_hints(
             params_by_media or {},
         )
         chosen = ranked.sort("vid", "read_rank")
-    name = pl.col("path") if full_names else pl.col("path").str.extract(r"([^/]*)$")
     hints = chosen.select(
-        name.alias("name"),
+        "pnfsid",
         pl.col("volume"),
         pl.int_range(pl.len()).over("volume").alias("order"),
         pl.col("size_bytes"),
     )
-    if hints["name"].is_duplicated().any():
-        twice = hints.filter(pl.col("name").is_duplicated())["name"][0]
-        raise InputError(
-            f"two files share the name {twice!r} without their directories: use --full-names"
-        )
-    return {n: {"volid": v, "order": o, "size": b} for n, v, o, b in hints.rows()}
+    table: dict[str, EnditHint] = {
+        n: {"volid": v, "order": o, "size": b} for n, v, o, b in hints.rows()
+    }
+    return table, left_out
+
+
+def write_endit_hints(hints: Mapping[str, EnditHint], target: Path) -> Path:
+    """The hint file on one line (ENDIT decodes only the first), written aside and renamed so
+    that the retriever never reads half of it."""
+    aside = target.with_name(f".{target.name}.partial")
+    aside.write_text(json.dumps(hints, separators=(",", ":")) + "\n")
+    aside.replace(target)
+    return target

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -13,10 +12,15 @@ from tapelens import tape_rest
 from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.analysis.recall.tapeinfo import (
+    DCACHE_ROOT,
     FORMATS,
     endit_hints,
+    left_out_summary,
     parse_path_map,
+    read_pnfsid_map,
     tapeinfo,
+    write_endit_hints,
+    write_left_out,
     write_tapeinfo,
 )
 from tapelens.analysis.sim.config import parse_duration
@@ -46,6 +50,25 @@ def _recallable(conn: psycopg.Connection, requests_file: str | None) -> pl.DataF
     return copies
 
 
+def path_map_option(fn: F) -> F:
+    """--path-map FROM=TO: the tape system's path prefixes rewritten to dCache's."""
+    return click.option(
+        "--path-map",
+        "path_map",
+        multiple=True,
+        metavar="FROM=TO",
+        help="Rewrite a path prefix to the dCache path (repeatable; first match wins). A file"
+        " no prefix matches is left out and listed.",
+    )(fn)
+
+
+def _report_left_out(left_out: pl.DataFrame, target: Path) -> None:
+    """The files an export left out: counted by cause on stderr, listed in `target`."""
+    written = write_left_out(left_out, target)
+    if written is not None:
+        click.echo(f"{left_out_summary(left_out)}: {written}", err=True)
+
+
 @click.group("export", context_settings={"help_option_names": ["-h", "--help"]})
 def group() -> None:
     """Files a staging system reads about the site's tapes."""
@@ -61,12 +84,12 @@ def group() -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
 @requests_option
+@path_map_option
 @click.option(
-    "--path-map",
-    "path_map",
-    multiple=True,
-    metavar="FROM=TO",
-    help="Rewrite a path prefix to the path dCache is asked for (repeatable; first match wins).",
+    "--dcache-root",
+    default=DCACHE_ROOT,
+    show_default=True,
+    help="Where dCache's namespace starts: a path outside it is left out and listed.",
 )
 @pass_app
 def dcache_tapeinfo(
@@ -75,11 +98,15 @@ def dcache_tapeinfo(
     fmt: str,
     requests_file: str | None,
     path_map: tuple[str, ...],
+    dcache_root: str,
 ) -> None:
     """dCache's tape information files for its bring-online clustering: tapes.json and
-    tapefiles.json (or tapes.txt and tapefiles.txt with --format csv). Each file is on the tape
-    of the copy the tape system recalls (the newest live copy on a tape that can be read now);
-    sizes in kB of 1,000 bytes, rounded up; a tape is filled with every copy it holds.
+    tapefiles.json (or tapes.txt and tapefiles.txt with --format csv). dCache looks a file up
+    by the path of the SRM request (/pnfs/<domain>/...), so --path-map rewrites the tape
+    system's paths to those; files no prefix matches, or outside --dcache-root, are left out,
+    counted on stderr and listed in left-out.csv next to the files. Each file is on the tape of
+    the copy the tape system recalls; sizes in kB of 1,000 bytes, rounded up; a tape is filled
+    with every copy it holds.
 
     \b
     Example:
@@ -89,10 +116,12 @@ def dcache_tapeinfo(
     with connection(app.dsn()) as conn:
         copies = _recallable(conn, requests_file)
         tapes = plan_store.tape_fill(conn)
-    info, files = tapeinfo(copies, tapes, mapping)
-    for path in write_tapeinfo(info, files, Path(output_dir), fmt):
+    info, files, left_out = tapeinfo(copies, tapes, mapping, dcache_root)
+    directory = Path(output_dir)
+    for path in write_tapeinfo(info, files, directory, fmt):
         click.echo(f"wrote {path}", err=True)
     click.echo(f"{files.height:,} files on {info.height:,} tapes", err=True)
+    _report_left_out(left_out, directory / "left-out.csv")
 
 
 @group.command("endit-hints")
@@ -105,38 +134,54 @@ def dcache_tapeinfo(
 )
 @requests_option
 @click.option(
-    "--full-names",
-    is_flag=True,
-    help="Key files by their whole path (default: the name without directories, as ENDIT"
-    " archives files under their dCache id).",
+    "--pnfsid-map",
+    "pnfsid_map",
+    type=click.Path(dir_okay=False, exists=True),
+    help="CSV naming each file's dCache pnfsid (columns path and pnfsid or ipnfsid, e.g."
+    " `psql --csv` of Chimera); without it the catalog's file names must be pnfsids, as in a"
+    " Spectrum Protect catalog of what ENDIT archived.",
 )
+@path_map_option
 @order_option
 @pass_app
 def endit(
-    app: App, output: str, requests_file: str | None, full_names: bool, read_order: str
+    app: App,
+    output: str,
+    requests_file: str | None,
+    pnfsid_map: str | None,
+    path_map: tuple[str, ...],
+    read_order: str,
 ) -> None:
     """ENDIT's tape hint file, which lets its retriever read from several tapes at once: per
-    file its volume (volid), its place on the volume counted from 0 in tape order (order) and
-    its size in bytes, for the copy a tape system recalls. Written aside and renamed, so
-    ENDIT never reads half a file. With --order rao (and --requests), order is the requested
-    files' recommended access order on each volume instead of their tape order.
+    dCache pnfsid (the name ENDIT's retriever looks a request up by) the volume (volid), the
+    file's place on the volume counted from 0 in tape order (order) and its size in bytes, for
+    the copy a tape system recalls. The pnfsid is the catalog's file name (what ENDIT archived)
+    or the one --pnfsid-map lists for the file's dCache path (--path-map rewrites the catalog's
+    paths to those); files without one are left out, counted on stderr and listed in
+    NAME.left-out.csv beside the hint file, and none with one is refused. Written on one line,
+    aside and renamed, so ENDIT never reads half a file. With --order rao (and --requests),
+    order is the requested files' recommended access order on each volume.
 
     \b
     Example:
         tapelens export endit-hints -o /var/spool/endit/tapehints/NODE.json
+        tapelens export endit-hints -o hints.json --pnfsid-map chimera.csv \\
+            --path-map /hpss/atlas=/pnfs/example.org/data/atlas
     """
     if read_order != "position" and not requests_file:
         raise click.UsageError("--order rao orders the files of a request: give --requests FILE")
+    if path_map and not pnfsid_map:
+        raise click.UsageError("--path-map maps paths to a --pnfsid-map's: give --pnfsid-map FILE")
+    mapping = parse_path_map(path_map)
+    pnfsids = read_pnfsid_map(Path(pnfsid_map)) if pnfsid_map else None
     with connection(app.dsn()) as conn:
         copies = _recallable(conn, requests_file)
         params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    hints = endit_hints(copies, full_names, read_order, params)
-    target = Path(output)
-    aside = target.with_name(f".{target.name}.partial")
-    aside.write_text(json.dumps(hints) + "\n")
-    aside.replace(target)
+    hints, left_out = endit_hints(copies, read_order, params, pnfsids, mapping)
+    target = write_endit_hints(hints, Path(output))
     volumes = len({h["volid"] for h in hints.values()})
     click.echo(f"wrote {target}: {len(hints):,} files on {volumes:,} volumes", err=True)
+    _report_left_out(left_out, target.with_name(f"{target.stem}.left-out.csv"))
 
 
 @group.command("tape-rest")

@@ -1,7 +1,8 @@
 """dCache's tape information files in the shape its bring-online clustering reads: tapes.json
 (`"<tape>": {"capacity": kB, "filled": kB}`), tapefiles.json (`"<full request path>": {"size":
 kB, "tapeid": "<tape>"}`) and the CSV forms tapes.txt (`tape,capacity,filled`) and tapefiles.txt
-(`path,size,tape`)."""
+(`path,size,tape`), keyed by the path of the SRM request; ENDIT's tape hints keyed by pnfsid.
+What the consumers' own readers make of them: tests/consumers/."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from tapelens.analysis.geometry import order_reads
 from tapelens.analysis.recall.tapeinfo import (
     endit_hints,
     parse_path_map,
+    read_pnfsid_map,
     tapeinfo,
     write_tapeinfo,
 )
+from tapelens.analysis.throughput.model import default_params
 from tapelens.cli import cli
 from tapelens.errors import InputError
+from tests.fixtures.cli import run
 
 T0 = datetime(2022, 1, 1, tzinfo=UTC)
 T1 = datetime(2023, 1, 1, tzinfo=UTC)
@@ -50,7 +54,8 @@ TAPES = pl.DataFrame(
 
 def test_the_newest_copy_in_kb_rounded_up_under_the_requested_path(tmp_path: Path) -> None:
     mapping = parse_path_map(["/hpss/atlas=/pnfs/example.org/data/atlas"])
-    info, files = tapeinfo(COPIES, TAPES, mapping)
+    info, files, left_out = tapeinfo(COPIES, TAPES, mapping)
+    assert left_out.height == 0
     written = write_tapeinfo(info, files, tmp_path / "json")
     assert [p.name for p in written] == ["tapes.json", "tapefiles.json"]
     assert json.loads(written[0].read_text()) == {
@@ -72,11 +77,11 @@ def test_the_newest_copy_in_kb_rounded_up_under_the_requested_path(tmp_path: Pat
 def test_what_the_files_cannot_say_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="FROM=TO"):
         parse_path_map(["/hpss"])
-    comma = COPIES.with_columns(pl.lit("/hpss/a,b").alias("path")).head(1)
-    info, files = tapeinfo(comma, TAPES)
+    comma = COPIES.with_columns(pl.lit("/pnfs/a,b").alias("path")).head(1)
+    info, files, _ = tapeinfo(comma, TAPES)
     with pytest.raises(InputError, match="comma"):
         write_tapeinfo(info, files, tmp_path, "csv")
-    clash = parse_path_map(["/hpss/atlas/d1/a=/x", "/hpss/atlas/d1/b=/x"])
+    clash = parse_path_map(["/hpss/atlas/d1/a=/pnfs/x", "/hpss/atlas/d1/b=/pnfs/x"])
     with pytest.raises(InputError, match="share the path"):
         tapeinfo(COPIES, TAPES, clash)
 
@@ -91,77 +96,84 @@ def test_the_command_exports_the_live_readable_catalog(dsn: str, tmp_path: Path)
             "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
             " dataset_type, experiment, size_bytes, volume, position, written_at, ingest_run_id,"
             " removed_at) values"
-            " ('s', '1', '/f/1', '/f/1', 'D', 'RAW', 'e', 5000, 'A00001L8', 1, '2022-01-01', 1,"
-            " null),"
-            " ('s', '2', '/f/2', '/f/2', 'D', 'RAW', 'e', 7000, 'A00001L8', 2, '2022-01-01', 1,"
-            " '2023-01-01'),"
-            " ('s', '3', '/f/3', '/f/3', 'D', 'RAW', 'e', 9000, 'B00001L8', 1, '2022-01-01', 1,"
-            " null)"
+            " ('s', '1', '/f/1', '/hpss/f/1', 'D', 'RAW', 'e', 5000, 'A00001L8', 1, '2022-01-01',"
+            " 1, null),"
+            " ('s', '2', '/f/2', '/hpss/f/2', 'D', 'RAW', 'e', 7000, 'A00001L8', 2, '2022-01-01',"
+            " 1, '2023-01-01'),"
+            " ('s', '3', '/f/3', '/hpss/f/3', 'D', 'RAW', 'e', 9000, 'B00001L8', 1, '2022-01-01',"
+            " 1, null),"
+            " ('s', '4', '/g/4', '/hpss/g/4', 'D', 'RAW', 'e', 3000, 'A00001L8', 3, '2022-01-01',"
+            " 1, null)"
         )
     out = tmp_path / "tapeinfo"
-    result = CliRunner().invoke(cli, ["--dsn", dsn, "export", "dcache-tapeinfo", "-o", str(out)])
+    export = ["--dsn", dsn, "export", "dcache-tapeinfo", "-o", str(out)]
+    result = CliRunner().invoke(cli, [*export, "--path-map", "/hpss/f=/pnfs/example.org/f"])
     assert result.exception is None, result.exception
     # /f/2 is no longer listed, /f/3 only on a broken tape; the removed copy still fills A.
     assert json.loads((out / "tapefiles.json").read_text()) == {
-        "/f/1": {"size": 5, "tapeid": "A00001L8"}
+        "/pnfs/example.org/f/1": {"size": 5, "tapeid": "A00001L8"}
     }
     assert json.loads((out / "tapes.json").read_text()) == {
-        "A00001L8": {"capacity": 12_000_000_000, "filled": 12}
+        "A00001L8": {"capacity": 12_000_000_000, "filled": 15}
     }
-
-
-def test_endit_hints_name_volume_order_and_size() -> None:
-    # The newest copy of b is alone on T2; a is on T1. ENDIT keys a file by its name in
-    # Spectrum Protect: without directories unless asked for the whole path.
-    more = pl.concat(
-        [
-            COPIES,
-            pl.DataFrame(
-                {
-                    "file_id": ["c"],
-                    "path": ["/hpss/atlas/d2/c"],
-                    "size_bytes": [10],
-                    "volume": ["T1"],
-                    "written_at": [T0],
-                    "copy_no": [1],
-                    "position": [3],
-                    "offset_bytes": [None],
-                },
-                schema=COPIES.schema,
-            ),
-        ]
+    # /hpss/g/4 no prefix matched: left out, counted with its cause and listed beside the files.
+    assert f"1 files left out (1 no --path-map prefix matched): {out / 'left-out.csv'}" in (
+        result.stderr
     )
-    assert endit_hints(more) == {
-        "c": {"volid": "T1", "order": 0, "size": 10},
-        "a": {"volid": "T1", "order": 1, "size": 1},
-        "b": {"volid": "T2", "order": 0, "size": 2_000_000},
-    }
-    assert "/hpss/atlas/d2/c" in endit_hints(more, full_names=True)
-    clash = more.with_columns(pl.lit("/x/same").alias("path"))
-    with pytest.raises(InputError, match="--full-names"):
-        endit_hints(clash.filter(pl.col("file_id") != "b"))
+    assert pl.read_csv(out / "left-out.csv").rows() == [
+        ("/hpss/g/4", "/g/4", "no --path-map prefix matched")
+    ]
+    # Without a map no path is dCache's: refused in one line naming --path-map, nothing written.
+    bare = run(*export[:-1], str(tmp_path / "bare"))
+    assert bare.returncode != 0
+    assert "has a dCache path" in bare.stderr and "--path-map /hpss/f=/pnfs/" in bare.stderr
+    assert len(bare.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "bare").exists()
 
 
-def test_the_endit_command_writes_the_hint_file(dsn: str, tmp_path: Path) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "insert into tapelens.tapes (volume, media_type, state) values ('V1', 'LTO-8', 'full')"
-        )
-        conn.execute(
-            "insert into tapelens.tape_files (source, copy_id, file_id, path, dataset,"
-            " dataset_type, experiment, size_bytes, volume, position, written_at, ingest_run_id)"
-            " values"
-            " ('s', '1', '/d/0000A', '/d/0000A', 'D', 'RAW', 'e', 50, 'V1', 7, '2022-01-01', 1),"
-            " ('s', '2', '/d/0000B', '/d/0000B', 'D', 'RAW', 'e', 60, 'V1', 2, '2022-01-01', 1)"
-        )
-    out = tmp_path / "hints.json"
-    result = CliRunner().invoke(cli, ["--dsn", dsn, "export", "endit-hints", "-o", str(out)])
-    assert result.exception is None, result.exception
-    assert json.loads(out.read_text()) == {
-        "0000B": {"volid": "V1", "order": 0, "size": 60},
-        "0000A": {"volid": "V1", "order": 1, "size": 50},
+PNFSIDS = ["0000A1B2C3D4E5F60718293A4B5C6D7E8F90", "00003F1E2D3C4B5A69788796A5B4C3D2E1F0"]
+
+
+def test_endit_hints_are_keyed_by_pnfsid() -> None:
+    # A catalog of what ENDIT archived names each object <dir_out>/<pnfsid>: the base name is
+    # the key. The newest copy of the second file is alone on T2.
+    endit = COPIES.with_columns(
+        pl.col("path").replace({"/hpss/atlas/d1/a": PNFSIDS[0], "/hpss/atlas/d1/b": PNFSIDS[1]})
+    ).with_columns(("/grid/pool/out/" + pl.col("path")).alias("path"))
+    hints, left_out = endit_hints(endit)
+    assert hints == {
+        PNFSIDS[0]: {"volid": "T1", "order": 0, "size": 1},
+        PNFSIDS[1]: {"volid": "T2", "order": 0, "size": 2_000_000},
     }
-    assert not list(tmp_path.glob(".*partial"))
+    assert left_out.height == 0
+    # Other names are not keys ENDIT looks up: refused, saying what to give.
+    with pytest.raises(InputError, match=r"none of the 2 files .* give --pnfsid-map FILE"):
+        endit_hints(COPIES)
+    # Through a site's path -> pnfsid list, after the path map; the unlisted file is left out.
+    pnfsids = pl.DataFrame({"path": ["/pnfs/example.org/atlas/d1/b"], "pnfsid": [PNFSIDS[1]]})
+    mapping = parse_path_map(["/hpss/atlas=/pnfs/example.org/atlas"])
+    hints, left_out = endit_hints(COPIES, pnfsids=pnfsids, path_map=mapping)
+    assert hints == {PNFSIDS[1]: {"volid": "T2", "order": 0, "size": 2_000_000}}
+    assert left_out.rows() == [("/hpss/atlas/d1/a", "a", "not in the pnfsid map")]
+    with pytest.raises(InputError, match="--path-map FROM=TO"):
+        endit_hints(COPIES, pnfsids=pnfsids)
+
+
+def test_the_pnfsid_map_is_read_as_psql_prints_chimera(tmp_path: Path) -> None:
+    # `psql --csv -c "select inumber2path(inumber) as path, ipnfsid from t_inodes ..."`: a
+    # header, quoted fields where a path holds a comma (dCache/dcache, modules/chimera/
+    # src/main/resources/org/dcache/chimera/changelog/changeset-2.15.xml defines inumber2path).
+    good = tmp_path / "chimera.csv"
+    good.write_text(f'path,ipnfsid\n"/pnfs/e/a,b",{PNFSIDS[0]}\n/pnfs/e/c,{PNFSIDS[1]}\n')
+    assert read_pnfsid_map(good).rows() == [("/pnfs/e/a,b", PNFSIDS[0]), ("/pnfs/e/c", PNFSIDS[1])]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"path,ipnfsid\n/pnfs/e/a,{PNFSIDS[0]}\n/pnfs/e/c,not-hex\n")
+    with pytest.raises(InputError, match=r"bad.csv:3: expected a pnfsid of 24 or 36 hex digits"):
+        read_pnfsid_map(bad)
+    headless = tmp_path / "headless.csv"
+    headless.write_text(f"/pnfs/e/a,{PNFSIDS[0]}\n")
+    with pytest.raises(InputError, match=r"headless.csv:1: expected a header naming"):
+        read_pnfsid_map(headless)
 
 
 def test_endit_hints_in_rao_order_follow_the_tapes_geometry() -> None:
@@ -170,7 +182,7 @@ def test_endit_hints_in_rao_order_follow_the_tapes_geometry() -> None:
     copies = pl.DataFrame(
         {
             "file_id": [f"f{p}" for p in positions],
-            "path": [f"/d/f{p}" for p in positions],
+            "path": [f"/d/{p:036X}" for p in positions],
             "size_bytes": 500_000_000,
             "volume": "V1",
             "media_type": "LTO-8",
@@ -182,11 +194,14 @@ def test_endit_hints_in_rao_order_follow_the_tapes_geometry() -> None:
         },
         schema_overrides={"offset_bytes": pl.Int64},
     )
-    by_position = endit_hints(copies)
-    rao = endit_hints(copies, order="rao")
+    params = default_params()
+    by_position, _ = endit_hints(copies, params_by_media=params)
+    rao, _ = endit_hints(copies, order="rao", params_by_media=params)
     assert sorted(by_position, key=lambda n: by_position[n]["order"]) == [
-        f"f{p}" for p in sorted(positions)
+        f"{p:036X}" for p in sorted(positions)
     ]
     ranked = order_reads(copies, "LTO-8")
-    assert sorted(rao, key=lambda n: rao[n]["order"]) == ranked["file_id"].to_list()
+    assert sorted(rao, key=lambda n: rao[n]["order"]) == [
+        f"{int(f[1:]):036X}" for f in ranked["file_id"]
+    ]
     assert ranked["file_id"].to_list() != [f"f{p}" for p in sorted(positions)]
