@@ -4,10 +4,12 @@ Columns come from the header line (any order; unknown columns ignored), ParseOpt
 or the order above. The media type is the inventory's when it names a known type (LTO8 and
 lto-8 are read as LTO-8); when it is empty or "unknown", the LTO/3592 suffix of the barcode
 (A85532L8 -> LTO-8), else of the volume name (VTS104L7); else "unknown". `media_from` records
-which (inventory, barcode, unknown). The state is a canonical word or one system's own
-(tape_states.py: CTA's BROKEN, Spectrum Protect's OFFSITE...), kept as given in state_raw; an
-empty state is "unknown", a word no system uses is refused. A volume listed twice is refused the
-second time (one row per cartridge).
+which (inventory, barcode, unknown). The state is a canonical word, one system's own word
+(tape_states.py: every word CTA, Spectrum Protect, HPSS and Enstore use), or a pair of them
+(Spectrum Protect's ACCESS/STATUS, an Enstore inhibit pair), kept as given in state_raw; an
+optional `full` column (CTA's flag, true/false) decides CTA's ACTIVE, which without it is
+"filling" (in service). An empty state is "unknown", a word no system uses is refused. A
+volume listed twice is refused the second time (one row per cartridge).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from tapelens.ingest.canonical import TAPES
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.fields import is_message, parse_count, quote
 from tapelens.ingest.formats.linewise import Lines, run
-from tapelens.ingest.formats.tape_states import STATES, any_state
+from tapelens.ingest.formats.tape_states import any_state, is_full
 from tapelens.media import BY_NAME, media_from_barcode, normalise_drive_type
+from tapelens.tape_states import STATES
 
 KIND = "tapes"
 FORMAT = "csv"
@@ -108,9 +111,16 @@ def _row(fields: list[str], c: dict[str, int]) -> tuple[Any, ...] | str:
     if capacity_text and capacity is None:
         return f"capacity_bytes {quote(capacity_text)} is not a number of bytes"
     raw = get("state")
-    state = any_state(raw) if raw else UNKNOWN
+    full_text = get("full")
+    full = is_full(full_text) if full_text else None
+    if full_text and full is None:
+        return f"full {quote(full_text)} is neither true nor false"
+    state = any_state(raw, full) if raw else UNKNOWN
     if state is None:
-        return f"state {quote(raw)} is none of {', '.join(STATES)} nor a CTA or TSM state"
+        return (
+            f"state {quote(raw)} is none of {', '.join(STATES)} nor a CTA, Spectrum Protect,"
+            " HPSS or Enstore state"
+        )
     return (
         volume,
         barcode or None,

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tapelens.errors import InputError
 from tapelens.ingest.formats import cta_tape_ls, lookup, tsm_volumes
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.formats.tape_states import STATES, any_state, cta_state, tsm_state
+from tapelens.ingest.formats.tape_states import any_state, cta_state, tsm_state
 from tapelens.ingest.load import ingest_file
+from tapelens.tape_states import STATES
 from tests.props import examples
 
 DATA = Path(__file__).parent.parent / "data" / "catalog"
@@ -55,7 +56,9 @@ def test_every_system_word_maps_into_the_vocabulary() -> None:
         "filling",
         "readonly",
     )
-    assert any_state("Broken") == "broken" and any_state("ACTIVE") is None
+    # CTA's ACTIVE without its full flag: in service, stored as filling
+    assert any_state("Broken") == "broken" and any_state("ACTIVE") == "filling"
+    assert (any_state("ACTIVE", True), any_state("READWRITE")) == ("full", "filling")
     # HPSS virtual volume conditions
     assert [any_state(w) for w in ("RWC", "RW", "ro", "EOM", "EMPTY", "DOWN")] == [
         "filling",
