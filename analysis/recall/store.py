@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import jinja2
 import polars as pl
 import psycopg
 from psycopg import sql
@@ -29,7 +30,7 @@ from tapelens.catalog import file_identity
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
-from tapelens.models import MARTS_SCHEMA
+from tapelens.models import MARTS_SCHEMA, PROJECT_DIR
 from tapelens.tape_states import NOT_RECALLABLE
 
 CATALOG_SCHEMA: dict[str, Any] = {
@@ -155,21 +156,30 @@ _UNADDRESSED_WHERE = sql.SQL(
     "c.volume = any({stale}) or not exists (select 1 from {layouts} l where l.volume = c.volume)"
 )
 
+# The byte addresses of volumes the marts do not cover are worked out as the mart does it, by
+# the same SQL: the dbt macro that fct_tape_objects uses, rendered here.
+_TAPE_OBJECTS_MACRO = PROJECT_DIR / "macros" / "tape_objects.sql"
+
+
+def tape_objects_sql(copies: str, average: bool = False) -> str:
+    """The SQL of a tape object's byte address (models/macros/tape_objects.sql) over `copies`,
+    a relation or parenthesised subquery with volume, position and size_bytes."""
+    template = jinja2.Environment(autoescape=False).from_string(_TAPE_OBJECTS_MACRO.read_text())
+    return str(template.module.tape_objects(copies, average=average))  # type: ignore[attr-defined]
+
+
 _OBJECTS_FROM_CATALOG = (
     "analyze plan_unaddressed",
-    # Removed copies keep their bytes on the tape until it is repacked.
-    """create temporary table plan_objects on commit drop as
-    select volume, position,
-           coalesce(sum(object_bytes) over (
-               partition by volume collate "C" order by position
-               rows between unbounded preceding and 1 preceding), 0) as object_start,
-           avg(object_bytes) over (partition by volume collate "C") as avg_object_bytes
-    from (
-        select o.volume, o.position, sum(o.size_bytes::float8) as object_bytes
-        from tapelens.tape_files o
-        where o.volume in (select volume from plan_unaddressed)
-        group by 1, 2
-    ) as objects""",
+    # Removed copies keep their bytes on the tape until it is repacked (the macro's copies are
+    # every copy of the volume).
+    "create temporary table plan_objects on commit drop as"
+    " select volume, position, start_bytes as object_start, avg_object_bytes from ("
+    + tape_objects_sql(
+        "(select o.volume, o.position, o.size_bytes from tapelens.tape_files o"
+        " where o.volume in (select volume from plan_unaddressed)) as copies",
+        average=True,
+    )
+    + ") as addressed",
     "analyze plan_objects",
 )
 

@@ -14,11 +14,9 @@
 }}
 
 -- Every tape object (a file alone, or an aggregate of small files) of every volume the catalog
--- lists, with its byte address: the bytes of the objects before it on the tape. Copies the
--- catalog no longer lists still count: their bytes stay on the tape until it is repacked, and a
--- read passes over them. The recall planner looks up the objects a request needs here, by volume
--- and position, instead of summing whole tapes when it plans. Sums are taken in double precision
--- (exact below 2^53 bytes, 9 PB) and stored as whole bytes.
+-- lists, with its byte address (macros/tape_objects.sql, which the planner's catalog read uses
+-- too). The recall planner looks up the objects a request needs here, by volume and position,
+-- instead of summing whole tapes when it plans. Stored as whole bytes.
 with copies as (
     select
         volume,
@@ -28,26 +26,14 @@ with copies as (
     where {{ where_touched() }}
 ),
 
-objects as (
-    select
-        volume,
-        position,
-        sum(size_bytes::double precision) as object_bytes
-    from copies
-    group by volume, position
-),
-
 final as (
     select
         volume,
         position,
         object_bytes::bigint as object_bytes,
-        coalesce(sum(object_bytes) over (
-            partition by volume order by position
-            rows between unbounded preceding and 1 preceding
-        ), 0)::bigint as start_bytes,
+        start_bytes::bigint as start_bytes,
         {{ new_watermark() }} as watermark_run_id
-    from objects
+    from ({{ tape_objects('copies') }}) as objects
 )
 
 select * from final

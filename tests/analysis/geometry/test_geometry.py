@@ -74,10 +74,9 @@ def test_places_in_closed_form() -> None:
 
 
 def test_start_bytes_from_sizes_and_positions() -> None:
-    # positions 3, 1, 2 and an aggregate at position 2 (two members, the object as large as
-    # its largest member known here)
+    # positions 3, 1, 2 and an aggregate at position 2: two members, the object their sum
     got = start_bytes_from_sizes(np.array([3, 1, 2, 2]), np.array([5, 10, 7, 4]))
-    assert got.tolist() == [17.0, 0.0, 10.0, 10.0]
+    assert got.tolist() == [21.0, 0.0, 10.0, 10.0]
     assert start_bytes_from_positions(np.array([1, 4]), 2.5).tolist() == [0.0, 7.5]
 
 

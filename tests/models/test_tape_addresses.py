@@ -1,0 +1,117 @@
+"""A tape object's byte address has one definition (models/macros/tape_objects.sql): the mart
+fct_tape_objects builds it, the planner's catalog read renders the same macro for volumes the
+marts do not cover, and the geometry's start_bytes_from_sizes is held equal to it here on the
+real database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import psycopg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tapelens.analysis.geometry.place import start_bytes_from_sizes
+from tapelens.analysis.recall.store import load_catalog, tape_objects_sql
+from tapelens.models import build
+from tests.fixtures.marts import MODELS_ONLY, reset, rows
+from tests.props import examples
+
+# (volume, position, size_bytes): several copies at one position are an aggregate's members.
+Copy = tuple[str, int, int]
+copy_lists = st.lists(
+    st.tuples(
+        st.sampled_from(["V1", "V2", "V3"]),
+        st.integers(min_value=1, max_value=40),
+        # whole bytes well below 2^53 in total: every sum is exact in double precision
+        st.integers(min_value=0, max_value=10**12),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def python_addresses(copies: list[Copy]) -> dict[tuple[str, int], float]:
+    found: dict[tuple[str, int], float] = {}
+    for volume in {c[0] for c in copies}:
+        mine = [c for c in copies if c[0] == volume]
+        starts = start_bytes_from_sizes(
+            np.array([c[1] for c in mine]), np.array([c[2] for c in mine])
+        )
+        found.update({(volume, c[1]): float(s) for c, s in zip(mine, starts, strict=True)})
+    return found
+
+
+@settings(max_examples=examples(40))
+@given(copies=copy_lists)
+def test_the_geometry_addresses_as_the_shared_sql_does(models_dsn: str, copies: list[Copy]) -> None:
+    with psycopg.connect(models_dsn) as conn:
+        conn.execute(
+            "create temporary table some_copies (volume text, position bigint, size_bytes bigint)"
+        )
+        with conn.cursor() as cur:
+            cur.executemany("insert into some_copies values (%s, %s, %s)", copies)
+        query = tape_objects_sql("some_copies")
+        sql_rows = conn.execute(f"select volume, position, start_bytes from ({query}) a").fetchall()  # type: ignore[arg-type]
+        conn.rollback()
+    assert {(v, p): float(s) for v, p, s in sql_rows} == python_addresses(copies)
+
+
+def test_the_mart_and_the_planners_catalog_read_give_the_same_addresses(
+    models_dsn: str, dbt_home: Path
+) -> None:
+    """An aggregate (three members at one position), files alone, a removed copy whose bytes
+    stay on the tape; the mart's start_bytes, the planner's from the catalog alone, and the
+    geometry's agree, each object starting after the sum of the objects before it."""
+    reset(models_dsn)
+    # (path, volume, position, offset_bytes, size_bytes, removed)
+    catalog = [
+        ("/d/a", "V1", 1, None, 100, False),
+        ("/d/b1", "V1", 2, 0, 30, False),
+        ("/d/b2", "V1", 2, 30, 50, False),
+        ("/d/b3", "V1", 2, 80, 20, False),
+        ("/d/gone", "V1", 3, None, 700, True),
+        ("/d/c", "V1", 4, None, 5, False),
+        ("/d/e", "V2", 7, None, 9, False),
+        ("/d/f", "V2", 9, None, 11, False),
+    ]
+    with psycopg.connect(models_dsn, autocommit=True) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "insert into tapelens.tape_files (source, copy_id, path, dataset, dataset_type,"
+            " experiment, size_bytes, volume, position, offset_bytes, written_at, ingest_run_id,"
+            " removed_at, removed_run_id)"
+            " values ('s', %s, %s, '/d', 'RAW', 'exp', %s, %s, %s, %s, timestamptz '2022-01-01', 1,"
+            " case when %s then timestamptz '2023-01-01' end, case when %s then 2 end)",
+            [
+                (f"{v}:{p}:{o or 0}", path, size, v, p, o, gone, gone)
+                for path, v, p, o, size, gone in catalog
+            ],
+        )
+    expected = {("V1", 1): 0, ("V1", 2): 100, ("V1", 3): 200, ("V1", 4): 900}
+    expected |= {("V2", 7): 0, ("V2", 9): 9}
+    geometry = python_addresses([(v, p, size) for _, v, p, _, size, _ in catalog])
+    assert geometry == {k: float(s) for k, s in expected.items()}
+
+    wanted = [path for path, *_, gone in catalog if not gone]
+    requests = pl.DataFrame({"kind": ["path"] * len(wanted), "key": wanted})
+    with psycopg.connect(models_dsn) as conn:
+        before_marts = load_catalog(conn, requests)
+    build(models_dsn, select=["+fct_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
+    mart = {
+        (r["volume"], r["position"]): r["start_bytes"]
+        for r in rows(models_dsn, "select * from tapelens_marts.fct_tape_objects")
+    }
+    assert mart == expected
+    with psycopg.connect(models_dsn) as conn:
+        from_marts = load_catalog(conn, requests)
+    for copies in (before_marts, from_marts):
+        got = {
+            r["path"]: r["start_bytes"]
+            for r in copies.select("path", "start_bytes").iter_rows(named=True)
+        }
+        offsets = {path: o or 0 for path, _, _, o, *_ in catalog}
+        assert got == {
+            path: expected[(v, p)] + offsets[path] for path, v, p, _, _, gone in catalog if not gone
+        }
