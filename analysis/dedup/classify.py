@@ -38,14 +38,9 @@ REQUIRED_COLUMNS = (
     "copy_no",
     "written_at",
 )
+# The verdict's columns: the copy as given, then what was decided about it.
 CLASSIFIED_COLUMNS = (
-    "file_id",
-    "dataset",
-    "volume",
-    "position",
-    "size_bytes",
-    "copy_no",
-    "written_at",
+    *REQUIRED_COLUMNS,
     "copies",
     "action",
     "reason",
