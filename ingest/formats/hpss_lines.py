@@ -23,7 +23,8 @@ from tapelens.ingest.formats.fields import message_expr, quote_expr
 N_FIELDS = 13
 # Entries that are not files with data: counted skips.
 SKIP_TYPES = ("DIRECTORY", "LINK", "SYMLINK", "HARDLINK", "FIFO", "SOCKET")
-# Fields hsi may pad with spaces after the tab (right-aligned numbers, a blank cartridge " ").
+# Fields hsi may pad with spaces after the tab (right-aligned numbers, a blank cartridge " ");
+# the path's padding is taken off by unpadded_path.
 PADDED = ("type", "size", "pos", "vol", "cdate", "ctime")
 TIME_FORMAT = "%m/%d/%Y %H:%M:%S"
 # Columns of a FILE line (0-based); the line-splitting path counts from the end after the path.
@@ -48,6 +49,19 @@ KEEP = (
 # Line outcomes.
 OK, SKIP, REFUSED_ALREADY = 0, 1, 2
 R_TYPE, R_FIELDS, R_SIZE, R_NOVOL, R_TIME, R_COUNT, R_POS, R_VOL = range(3, 11)
+
+
+def unpadded_path(path: pl.Expr) -> pl.Expr:
+    """The path without the spaces hsi pads it with after the tab.
+
+    hsi right-aligns the fields of `ls -P` in their width, so padding comes before a value,
+    never after it (ORNL-TechInt/hpss-crawler, hpssic/test/test_Checkable.py, lines captured
+    from hsi 4.0: "FILE\t /home/tpb/LoadL_admin\t 88787\t   88787..."). An HPSS path is
+    absolute: the spaces before its first "/" are padding. Spaces inside a path, and trailing
+    spaces (part of a name: no padding follows a value), are kept; a path that does not start
+    with "/" after its spaces is kept as printed.
+    """
+    return pl.when(path.str.contains(r"^ +/")).then(path.str.strip_chars_start(" ")).otherwise(path)
 
 
 def cartridges(volumes: pl.Series) -> pl.Series:
@@ -108,7 +122,9 @@ def fields_by_lines(block: Block) -> tuple[pl.DataFrame, list[Reject], bool]:
 
 def checked(fields: pl.DataFrame, fast: bool) -> pl.DataFrame:
     """Typed columns and a code per line; copies of single-volume lines are checked here too."""
-    fields = fields.with_columns(pl.col(c).str.strip_chars(" ") for c in PADDED)
+    fields = fields.with_columns(
+        *(pl.col(c).str.strip_chars(" ") for c in PADDED), unpadded_path(pl.col("path"))
+    )
     t, nf, vol, pos, raw = (pl.col(c) for c in ("type", "nf", "vol", "pos", "raw"))
     size = pl.col("size").str.to_integer(strict=False)
     written = pl.concat_str([pl.col("cdate"), pl.col("ctime")], separator=" ").str.strptime(

@@ -20,10 +20,11 @@ Rules (docs/formats/hpss-lsp.md and the synthetic-site contract):
   has shown no member yet are spilled to a temporary Arrow file and come out after the rest,
   once every member has been seen (so those rows are not in listing order).
 - aggregate_id: "volume:section" for members; copy_id: "volume:section:offset" (offset empty
-  when 0 or null); file_id and path: the path, kept verbatim (a path holding tabs is rebuilt
-  from the fields between the type and the last eleven). written_at: the create time (UTC).
-- Fields after a tab may be padded with spaces (right-aligned sizes, a blank cartridge " "):
-  the padding is not part of the value (the path excepted, kept verbatim).
+  when 0 or null); file_id and path: the path, without its padding (a path holding tabs is
+  rebuilt from the fields between the type and the last eleven). written_at: the create time (UTC).
+- Fields after a tab may be padded with spaces (hsi right-aligns them: sizes, a blank
+  cartridge " ", the path): the padding is not part of the value. A path loses the spaces
+  before its first "/" (hpss_lines.unpadded_path); spaces inside it or after it are its own.
 - Skipped, counted: blank lines, DIRECTORY/LINK/SYMLINK/HARDLINK/FIFO/SOCKET lines, comment and
   hsi warning lines, zero-length files without a volume (blank or a single space).
 """

@@ -68,3 +68,59 @@ def test_loads(dsn: str) -> None:
             ("%/000001.tar",),
         ).fetchall()
     assert stored == [("EA1548", "EB0211")]
+
+
+# hsi 4.0 pads every field after its tab with spaces, the path and DIRECTORY names included:
+# the shapes of the lines ORNL-TechInt/hpss-crawler captured from hsi (hpssic/test/
+# test_Checkable.py, test_fdparse_Pf, test_fdparse_Pf0, test_fdparse_Pd; its parser,
+# hpssic/Checkable.py fdparse, splits on tabs and strips the name). Fixture written from those
+# shapes: tests/data/catalog/hpss-ls-P-hsi4.txt.
+HSI4 = LISTING.with_name("hpss-ls-P-hsi4.txt")
+HSI4_PATHS = [
+    "/home/hsi4/run7/events_0001.root",
+    "/home/hsi4/run7/events_0002.root",
+    "/home/hsi4/run7/with inner  spaces.dat",
+    "/home/hsi4/run7/ends in space ",  # a trailing space is part of the name: hsi pads before
+]
+
+
+def test_a_padded_path_is_the_path(tmp_path: Path) -> None:
+    frame, rejects, skipped = parsed(HSI4)
+    assert frame["path"].to_list() == HSI4_PATHS
+    assert frame["file_id"].to_list() == HSI4_PATHS
+    assert (frame["position"].to_list(), frame["offset_bytes"].to_list()) == (
+        [4107, 4107, 4110, 4111],
+        [0, 734003200, None, None],
+    )
+    assert rejects == {} and skipped == 2  # the directory, the empty file on no cartridge
+    # The line-by-line path (taken for a block holding a path with a tab) reads them the same.
+    odd = tmp_path / "with-tab.txt"
+    tab_line = HSI4.read_text().splitlines()[1].replace("events_0001", "a\tb", 1)
+    odd.write_text(HSI4.read_text() + tab_line + "\n")
+    again, _, _ = parsed(odd)
+    assert again["path"].to_list() == [*HSI4_PATHS, "/home/hsi4/run7/a\tb.root"]
+
+
+def test_a_padded_and_an_unpadded_listing_name_the_same_files(dsn: str, tmp_path: Path) -> None:
+    """The same files listed with and without padding are the same catalog rows: a newer dump
+    without padding retires none of them and adds none."""
+    unpadded = tmp_path / "ls-P-unpadded.txt"
+    unpadded.write_text(
+        "\n".join(
+            "\t".join(field.lstrip(" ") for field in line.split("\t"))
+            for line in HSI4.read_text().splitlines()
+        )
+        + "\n"
+    )
+    first = ingest_file(dsn, lookup("catalog", "hpss-lsp"), HSI4, OPTS)
+    assert first.rows == 4
+    second = ingest_file(dsn, lookup("catalog", "hpss-lsp"), unpadded, OPTS)
+    assert second.removed == 0  # no copy of the first dump went missing from the second
+    with psycopg.connect(dsn) as conn:
+        paths = [
+            r[0]
+            for r in conn.execute(
+                "select path from tapelens.tape_files where removed_at is null order by path"
+            )
+        ]
+    assert paths == sorted(HSI4_PATHS)
