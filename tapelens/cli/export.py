@@ -8,8 +8,8 @@ import click
 import polars as pl
 import psycopg
 
-from tapelens import tape_rest
 from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall import tape_rest
 from tapelens.analysis.recall.requests import read_requests
 from tapelens.analysis.recall.tapeinfo import (
     DCACHE_ROOT,

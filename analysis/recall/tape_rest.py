@@ -10,7 +10,15 @@ and drive. This module submits those batches in plan order and follows them:
 - `POST <endpoint>/stage` with `{"files": [{"path": ...}, ...]}` answers 201 with
   `{"requestId": ...}`; `GET <endpoint>/stage/<id>` answers the request with a state per file
   (SUBMITTED, STARTED, COMPLETED, FAILED, CANCELLED); `POST <endpoint>/stage/<id>/cancel` with
-  `{"paths": [...]}` cancels files; errors come as problem documents (`title`, `detail`);
+  `{"paths": [...]}` cancels files; errors come as RFC 7807 problem documents (`type`, `title`,
+  `status`, `detail`);
+- the servers differ where the reference leaves room, and each is read as it writes: dCache
+  (dCache/dcache, modules/dcache-frontend/.../restful/resources/tape/StageResources.java and
+  providers/tape/StagedFileInfo.java) gives each file a `state` and no `onDisk`, answers a
+  cancel naming a path outside the request with 400 and its reason in `title` and `detail`
+  headers, and sends the Location header in lower case; EOS, CTA's disk buffer
+  (cern-eos/eos, mgm/http/rest-api/json/tape/jsonifiers/stage/GetStageBulkRequestJsonifier.cc),
+  gives each file `onDisk` and, when it failed, `error`, and no `state`;
 - at most `in_flight` batches are outstanding at once (by default as many as the plan has
   drives): the tape system then sees the plan's mounts in the plan's order rather than every
   file at once, which it would queue by its own rules;
@@ -182,7 +190,7 @@ class Client:
         url = f"{endpoint.uri}/stage"
         status, doc, headers = self.call("POST", url, {"files": files})
         if status not in (200, 201):
-            raise TapeRestError(f"POST {url}: {_problem(status, doc)}")
+            raise TapeRestError(f"POST {url}: {_problem(status, doc, headers)}")
         request_id = doc.get("requestId") if isinstance(doc, dict) else None
         if not request_id:
             # The Location header names the request too (…/stage/<id>).
@@ -194,9 +202,9 @@ class Client:
 
     def status(self, endpoint: Endpoint, request_id: str) -> list[dict[str, Any]]:
         url = f"{endpoint.uri}/stage/{urllib.parse.quote(request_id, safe='')}"
-        status, doc, _ = self.call("GET", url)
+        status, doc, headers = self.call("GET", url)
         if status != 200:
-            raise TapeRestError(f"GET {url}: {_problem(status, doc)}")
+            raise TapeRestError(f"GET {url}: {_problem(status, doc, headers)}")
         files = doc.get("files") if isinstance(doc, dict) else None
         if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
             raise TapeRestError(f"GET {url}: expected a request with a list of files")
@@ -204,9 +212,9 @@ class Client:
 
     def cancel(self, endpoint: Endpoint, request_id: str, paths: Sequence[str]) -> None:
         url = f"{endpoint.uri}/stage/{urllib.parse.quote(request_id, safe='')}/cancel"
-        status, doc, _ = self.call("POST", url, {"paths": list(paths)})
+        status, doc, headers = self.call("POST", url, {"paths": list(paths)})
         if status not in (200, 204):
-            raise TapeRestError(f"POST {url}: {_problem(status, doc)}")
+            raise TapeRestError(f"POST {url}: {_problem(status, doc, headers)}")
 
 
 def _json(raw: bytes) -> Any:
@@ -216,13 +224,15 @@ def _json(raw: bytes) -> Any:
         return None
 
 
-def _problem(status: int, doc: Any) -> str:
-    """One line from an HTTP error and its problem document (RFC 7807: title, detail)."""
-    if isinstance(doc, dict):
-        words = [str(doc[k]) for k in ("title", "detail") if doc.get(k)]
-        if words:
-            return f"HTTP {status}: {' - '.join(words)}"
-    return f"HTTP {status}"
+def _problem(status: int, doc: Any, headers: Mapping[str, str] | None = None) -> str:
+    """One line from an HTTP error: its problem document (RFC 7807: title, detail), else the
+    `title` and `detail` headers dCache puts some reasons in."""
+    source: Mapping[str, Any] = doc if isinstance(doc, dict) else {}
+    words = [str(source[k]) for k in ("title", "detail") if source.get(k)]
+    if not words and headers:
+        lower = {k.lower(): v for k, v in headers.items()}
+        words = [str(lower[k]) for k in ("title", "detail") if lower.get(k)]
+    return f"HTTP {status}: {' - '.join(words)}" if words else f"HTTP {status}"
 
 
 # -- the batches of an export ------------------------------------------------------------------
@@ -351,8 +361,17 @@ def _tally(state: BatchState, files: list[dict[str, Any]]) -> BatchState:
     completed = failed = 0
     errors: dict[str, str] = {}
     for entry in files:
-        word = str(entry.get("state", "")).upper()
-        if word in DONE_OK or (not word and entry.get("onDisk") is True):
+        word = str(entry.get("state") or "").upper()
+        if not word:
+            # No state (EOS): on disk is staged, an error is a failure, else still pending.
+            word = (
+                "COMPLETED"
+                if entry.get("onDisk") is True
+                else "FAILED"
+                if entry.get("error")
+                else ""
+            )
+        if word in DONE_OK:
             completed += 1
         elif word in DONE_BAD:
             failed += 1

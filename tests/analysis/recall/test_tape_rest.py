@@ -1,4 +1,6 @@
-"""Submitting a plan's Tape REST stage requests to a local server that follows the API."""
+"""Submitting a plan's Tape REST stage requests to a local server that follows the API's
+reference and the ways dCache and EOS write its replies (tests/fixtures/tape_rest_server.py
+cites the reference and the implementations' source)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from tapelens import tape_rest
+from tapelens.analysis.recall import tape_rest
 from tapelens.cli import cli
 from tapelens.errors import InputError
 from tests.fixtures.cli import run
@@ -154,6 +156,46 @@ def test_failed_files_keep_the_servers_reason_and_transient_errors_are_retried(
     assert tape_rest.failures(done).rows() == [
         ("batch-00003.json", "A3", "/c/2", "file is on a disabled tape")
     ]
+
+
+@pytest.mark.parametrize("flavour", ["dcache", "eos"])
+def test_each_servers_way_of_writing_a_files_state_is_read(
+    server: TapeRestServer, tmp_path: Path, flavour: str
+) -> None:
+    # dCache writes a state and no onDisk; EOS writes onDisk and an error, and no state: a
+    # failed file there has only its error to say so.
+    server.flavour = flavour
+    server.failing = {"/c/2": "file is on a disabled tape"}
+    folder, batches, client, endpoint = _submitting(server, tmp_path)
+    done = tape_rest.submit(
+        client,
+        endpoint,
+        batches,
+        tape_rest.load_state(folder, batches),
+        in_flight=4,
+        poll_s=0,
+        timeout_s=20,  # a failure read as pending would never end
+    )
+    assert [b.state for b in done.batches] == ["completed", "completed", "partial", "completed"]
+    assert tape_rest.failures(done)["error"].to_list() == ["file is on a disabled tape"]
+
+
+@pytest.mark.parametrize("flavour", ["reference", "dcache"])
+def test_a_refused_cancel_says_why(server: TapeRestServer, tmp_path: Path, flavour: str) -> None:
+    # A path the request does not hold is refused with 400: the reason in a problem document,
+    # or, from dCache, in the title and detail headers of an empty reply.
+    server.flavour = flavour
+    server.steps_to_complete = 99
+    client = _client(server)
+    endpoint = client.discover()
+    request_id = client.stage(endpoint, [{"path": "/a/1"}])
+    with pytest.raises(
+        tape_rest.TapeRestError,
+        match=r"HTTP 400: .* - /z/9 does not belong to the request",
+    ):
+        client.cancel(endpoint, request_id, ["/a/1", "/z/9"])
+    client.cancel(endpoint, request_id, ["/a/1"])
+    assert [f["state"] for f in server.requests[request_id].files] == ["CANCELLED"]
 
 
 def test_cancel_cancels_the_outstanding_batches(server: TapeRestServer, tmp_path: Path) -> None:
