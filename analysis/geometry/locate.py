@@ -28,6 +28,8 @@ from tapelens.analysis.geometry.media import MB, Geometry
 from tapelens.analysis.geometry.place import Places, place_of
 
 Array = np.ndarray
+# A place's coordinates: arrays, or one place's plain numbers.
+Coordinate = np.ndarray | float | int
 
 # Rows of a cost matrix computed at once: the temporaries of one block stay near 100 MB at
 # 10,000 columns.
@@ -36,32 +38,39 @@ BLOCK_ROWS = 256
 
 def move_s(
     geometry: Geometry,
-    a_bytes: Array,
-    a_wrap: Array,
-    a_band: Array,
-    a_x: Array,
-    a_dir: Array,
-    b_bytes: Array,
-    b_wrap: Array,
-    b_band: Array,
-    b_x: Array,
-    b_dir: Array,
+    a_bytes: Coordinate,
+    a_wrap: Coordinate,
+    a_band: Coordinate,
+    a_x: Coordinate,
+    a_dir: Coordinate,
+    b_bytes: Coordinate,
+    b_wrap: Coordinate,
+    b_band: Coordinate,
+    b_x: Coordinate,
+    b_dir: Coordinate,
+    *,
+    stream: bool = True,
 ) -> Array:
     """The cost of moving from places A (where a read ended) to places B (where the next read
-    starts); all arguments broadcast against each other."""
+    starts); all arguments broadcast against each other. Without `stream`, always a locate
+    (the drive does not read through: the gap in objects is beyond the read-through
+    threshold)."""
     g = geometry
-    dx = b_x - a_x
+    dx = np.subtract(b_x, a_x)
     locate = (
         g.locate_base_s
         + np.abs(dx) / g.locate_speed_m_s
-        + g.wrap_change_s * (a_wrap != b_wrap)
-        + g.band_change_s * (a_band != b_band)
-        + g.direction_change_s * (a_dir != b_dir)
+        + g.wrap_change_s * np.not_equal(a_wrap, b_wrap)
+        + g.band_change_s * np.not_equal(a_band, b_band)
+        + g.direction_change_s * np.not_equal(a_dir, b_dir)
         + g.step_back_s * (dx * b_dir < 0)
     )
-    gap = b_bytes - a_bytes
-    stream = gap / (g.rate_mb_s * MB) + g.turnaround_s * np.maximum(b_wrap - a_wrap, 0)
-    return np.where(gap >= 0, np.minimum(stream, locate), locate)
+    if not stream:
+        return np.asarray(locate, dtype=np.float64)
+    gap = np.subtract(b_bytes, a_bytes)
+    crossed = np.maximum(np.subtract(b_wrap, a_wrap), 0)
+    streamed = gap / (g.rate_mb_s * MB) + g.turnaround_s * crossed
+    return np.where(gap >= 0, np.minimum(streamed, locate), locate)
 
 
 def between(

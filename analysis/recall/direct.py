@@ -38,11 +38,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tapelens.analysis.geometry import GEOMETRIES, gap_s
+from tapelens.analysis.geometry import GEOMETRIES
 from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.recall.baselines import BaselineResult
 from tapelens.analysis.recall.dispatch import drive_names, readers_of
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+from tapelens.analysis.throughput.moves import move_s
 from tapelens.errors import InputError
 
 # HPSS "Defer Dismounts": the PVL keeps an idle cartridge mounted "until the drive is required
@@ -233,9 +234,9 @@ def _request_times(requests: pl.DataFrame, params: Mapping[str, ModelParams]) ->
 def _geometry_positioning(
     requests: pl.DataFrame, timing: pl.DataFrame, params: Mapping[str, ModelParams]
 ) -> pl.DataFrame:
-    """The same timing with each positioning priced by the tape's geometry (locate.gap_s): from
-    the tape's previous request in submission order, and from the load point. Media types
-    without a geometry keep the model's."""
+    """The same timing with each positioning priced by the one price of a move (moves.move_s)
+    from where the tape's previous request in submission order left the head, and from the
+    load point. Media types without a geometry keep the model's."""
     avg = pl.col("size_bytes").cast(pl.Float64).mean().over("volume")
     if "avg_object_bytes" in requests.columns:
         avg = pl.coalesce(pl.col("avg_object_bytes"), avg)
@@ -244,6 +245,7 @@ def _geometry_positioning(
         "media_type",
         address.alias("start"),
         (address + pl.col("size_bytes")).shift(1).over("volume").alias("prev_end"),
+        (pl.col("position") - pl.col("position").shift(1).over("volume")).alias("gap"),
     )
     cont = timing["cont_pos_s"].to_numpy().copy()
     fresh = timing["fresh_pos_s"].to_numpy().copy()
@@ -255,9 +257,9 @@ def _geometry_positioning(
         if shape is None:
             continue
         rows = media == name
-        scale = params[str(name)].locate_scale
-        cont[rows] = scale * gap_s(prev_end[rows], start[rows], shape)
-        fresh[rows] = scale * gap_s(np.full(int(rows.sum()), np.nan), start[rows], shape)
+        gap = where["gap"].cast(pl.Float64).fill_null(float("nan")).to_numpy()[rows]
+        cont[rows] = move_s(params[str(name)], prev_end[rows], start[rows], gap)
+        fresh[rows] = move_s(params[str(name)], np.full(int(rows.sum()), np.nan), start[rows])
     return timing.with_columns(
         (pl.col("cont_s") - pl.col("cont_pos_s") + cont).alias("cont_s"),
         (pl.col("fresh_s") - pl.col("fresh_pos_s") + fresh).alias("fresh_s"),

@@ -5,8 +5,9 @@ policy, the engine
 
 1. chooses one copy per file: the set of copies whose tapes cost least to open and read
    (copy_choice.py, exact when proven so), or the newest copy as tape clients do;
-2. reads each tape in one forward pass in position order, aggregate members by offset, each
-   aggregate once, every read timed by the throughput model from where it sits;
+2. reads each tape in one forward pass in position order (aggregate members by offset, each
+   aggregate once) or in recommended access order, every move priced by the one price of a
+   move (throughput/moves.py) from where the previous read left the head;
 3. puts the tapes on drives that can read them under the sharing policy (dispatch.py);
 
 and returns the schedule: per file, per mount, and per drive the events mount, position, read,
@@ -29,6 +30,7 @@ from tapelens.analysis.recall.policies import Sharing
 from tapelens.analysis.recall.read_order import ORDERS, OrderCache
 from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+from tapelens.analysis.throughput.moves import least_first_s
 from tapelens.errors import InputError
 
 # How the engine picks among the copies of a file.
@@ -201,14 +203,15 @@ def candidate_bounds(
 
     work_over_drives_s: the least drive time any choice of copies needs, over all drives: every
     file streamed from its fastest copy (no overhead, no locate between files) and every tape
-    that holds the only copy of a file mounted, located to its start, rewound and unloaded once.
+    that holds the only copy of a file mounted, its first move the cheapest the one price of a
+    move charges (to the tape's first byte), rewound and unloaded once.
     single_file_s: the file whose cheapest recall alone (mount, first locate, stream, rewind,
     unload) takes longest. group_limit_s: a group's least work over the drives it may hold.
     """
     if copies.height == 0:
         return {"lower_bound_s": 0.0}
     fixed = {
-        m: p.robot_s + p.load_s + p.first_locate_base_s + p.rewind_s + p.unload_s
+        m: p.robot_s + p.load_s + least_first_s(p) + p.rewind_s + p.unload_s
         for m, p in params_by_media.items()
     }
     rate = {m: p.rate_mb_s * MB for m, p in params_by_media.items()}

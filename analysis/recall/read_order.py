@@ -1,17 +1,17 @@
 """The order of the reads on one mounted tape.
 
-- `position`: one forward pass in position order (aggregate members by offset), timed by the
-  throughput model, which prices a gap by the objects and bytes between two reads. What tape
-  systems do when they sort a tape's requests, and what tapelens did before tape geometry.
+- `position`: one forward pass in position order (aggregate members by offset). What tape
+  systems do when they sort a tape's requests.
 - `rao`: recommended access order from the tape's serpentine geometry (analysis.geometry): the
   order that minimises positioning on that tape (greedy shortest-locate-time-first, improved,
-  exact for a dozen objects or fewer, never slower than position order by the same cost), each
-  read's positioning timed by the same geometry (where the previous read ended to where this
-  one starts: the head's travel along the tape, wrap and band changes, or streaming on when
-  that is cheaper). Tapes of a media type without a geometry keep position order.
+  exact for a dozen objects or fewer), searched with the moves priced as the throughput model
+  prices them (analysis.throughput.moves.priced_geometry: the geometry with the site's
+  calibrated locate terms and scale). Tapes of a media type without a geometry keep position
+  order.
 
-Positioning from geometry is scaled by the media type's `locate_scale` (1 by default;
-`tapelens throughput calibrate` fits it to a site's own per-read positioning times).
+Either way every read is then timed by throughput.file_times with the one price of a move
+(analysis.throughput.moves.move_s), so the two orders are compared in one physics; a tape whose
+RAO order the price does not find cheaper than position order keeps position order.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from tapelens.analysis.geometry import GEOMETRIES, order_reads
-from tapelens.analysis.throughput.model import ModelParams
+from tapelens.analysis.geometry import order_reads
+from tapelens.analysis.throughput.model import ModelParams, file_times
+from tapelens.analysis.throughput.moves import priced_geometry
 
 ORDERS = ("position", "rao")
-# Position order with every move priced by the geometry, as rao prices its own: what a plan in
-# RAO order is compared with (the plan's position_order baseline).
+# Position order, as the plan's position_order baseline names it: every order's moves have one
+# price, so it is position order itself.
 POSITION_BY_GEOMETRY = "position-geometry"
 # Seconds of ordering a whole recall may spend, shared out among its tapes by their reads; no
 # tape gets more than PER_TAPE_BUDGET_S (10,000 reads take about 1.5 s).
@@ -49,8 +50,8 @@ class OrderCache:
     def __init__(self, budget_s: float = TOTAL_BUDGET_S) -> None:
         self.budget_s = budget_s
         self.spent_s = 0.0
-        # (order, (media type, what the tape holds)) -> (rows in read order, reach_s)
-        self.orders: dict[tuple[str, tuple[str, bytes]], tuple[np.ndarray, np.ndarray]] = {}
+        # (order, (media type, what the tape holds)) -> rows in read order
+        self.orders: dict[tuple[str, tuple[str, bytes]], np.ndarray] = {}
 
     def left_s(self) -> float:
         return max(self.budget_s - self.spent_s, 0.0)
@@ -76,61 +77,76 @@ def in_read_order(
 ) -> pl.DataFrame:
     """`files` (one mount per value of `key`, each in position order: media_type, position,
     offset_bytes, size_bytes, optionally start_bytes and avg_object_bytes) in read order. For
-    `rao`, with read_rank (the order on each mount) and reach_s (the positioning before each
-    read), which throughput.file_times then follows; for `position`, as they are. `cache`
-    keeps orders and the ordering budget across calls of one recall."""
+    `rao`, with read_rank (the order on each mount), which throughput.file_times then follows
+    and prices; for `position`, as they are. `cache` keeps orders and the ordering budget
+    across calls of one recall."""
     if order not in (*ORDERS, POSITION_BY_GEOMETRY):
         raise ValueError(f"read order {order!r} is not one of {ORDERS}")
-    if order == "position" or files.height == 0:
+    if order != "rao" or files.height == 0:
         return files
     cache = cache if cache is not None else OrderCache()
     tapes = files.partition_by(key, maintain_order=True)
     content = {i: _content(t, str(t["media_type"][0])) for i, t in enumerate(tapes)}
+    shapes = {
+        m: priced_geometry(params_by_media[m]) if m in params_by_media else None
+        for m in {c[0] for c in content.values()}
+    }
     # The reads still to order, among which the budget left is shared.
     left_rows = sum(
         t.height
         for i, t in enumerate(tapes)
-        if content[i][0] in GEOMETRIES and (order, content[i]) not in cache.orders
+        if shapes[content[i][0]] is not None and (order, content[i]) not in cache.orders
     )
     parts = []
     for i, tape in enumerate(tapes):
         media = content[i][0]
-        shape = GEOMETRIES.get(media)
-        if shape is None:
-            parts.append(
-                tape.with_columns(
-                    pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
-                    pl.lit(None, pl.Float64).alias("reach_s"),
-                )
-            )
-            continue
-        known = cache.orders.get((order, content[i]))
-        if known is None:
+        shape = shapes[media]
+        known = cache.orders.get((order, content[i])) if shape is not None else None
+        if shape is not None and known is None:
             share = cache.left_s() * tape.height / max(left_rows, 1)
             budget = min(PER_TAPE_BUDGET_S, max(share, MIN_TAPE_BUDGET_S))
             if tape["position"].n_unique() >= DENSE_PER_WRAP * shape.wraps:
                 budget = MIN_TAPE_BUDGET_S
             started = time.perf_counter()
             # Orders are weighed on positioning alone: the engine charges every mount the
-            # media type's rewind, so an order that ends nearer the load point gains it nothing,
-            # and with this cost an order is never slower in the engine than position order.
+            # media type's rewind, so an order that ends nearer the load point gains nothing.
             ranked = order_reads(
-                tape.with_row_index("_given"),
-                shape,
-                budget_s=budget,
-                rewind=False,
-                search=order == "rao",
+                tape.with_row_index("_given"), shape, budget_s=budget, rewind=False
             )
             cache.spent_s += time.perf_counter() - started
             left_rows -= tape.height
-            known = (ranked["_given"].to_numpy(), ranked["reach_s"].to_numpy())
+            known = ranked["_given"].to_numpy()
             cache.orders[(order, content[i])] = known
-        rows, reach = known
-        scale = params_by_media[media].locate_scale if media in params_by_media else 1.0
+        rows = np.arange(tape.height) if known is None else known
         parts.append(
-            tape[rows].with_columns(
-                pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"),
-                pl.Series("reach_s", reach * scale),
-            )
+            tape[rows].with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("read_rank"))
         )
-    return pl.concat(parts, how="vertical_relaxed")
+    ranked_all = pl.concat(parts, how="vertical_relaxed")
+    return _no_slower(files, ranked_all, params_by_media, key)
+
+
+def _no_slower(
+    by_position: pl.DataFrame,
+    ranked: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    key: str,
+) -> pl.DataFrame:
+    """`ranked`, except that a tape whose reads the one price of a move finds slower in their
+    RAO order than in position order reads in position order (the search weighs moves by the
+    geometry alone; the price also knows which gaps the drive reads through)."""
+    as_given = by_position.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).over(key).alias("read_rank")
+    )
+
+    def per_tape(frame: pl.DataFrame) -> pl.DataFrame:
+        timed = file_times(frame, params_by_media, key=(key,))
+        return timed.group_by(key).agg(pl.col("duration_s").sum())
+
+    both = per_tape(as_given).join(per_tape(ranked), on=key, suffix="_rao")
+    worse = both.filter(pl.col("duration_s_rao") > pl.col("duration_s") + 1e-9)[key]
+    if worse.len() == 0:
+        return ranked
+    keep = pl.col(key).is_in(worse.implode())
+    return pl.concat([ranked.filter(~keep), as_given.filter(keep)], how="vertical_relaxed").sort(
+        key, maintain_order=True
+    )

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tapelens.analysis.geometry import GEOMETRIES, Geometry, Places, places, plan_order
-from tapelens.analysis.geometry.locate import from_load_point
-from tapelens.analysis.geometry.place import start_address
+from tapelens.analysis.geometry import Geometry, Places, places, plan_order
+from tapelens.analysis.geometry.place import place_of, start_address
 from tapelens.analysis.sim.config import Library
 from tapelens.analysis.throughput.model import MB, ModelParams
+from tapelens.analysis.throughput.moves import from_load_point_s, priced_geometry
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
 
@@ -115,15 +115,13 @@ def prepare(
     size = frame["size_bytes"].to_list()
     offset = [-1 if o is None else int(o) for o in frame["offset_bytes"].to_list()]
     start_bytes = [math.nan if s is None else float(s) for s in frame["start_bytes"].to_list()]
-    first_s, body_s, stream_s = [], [], []
-    for t, sz, where in zip(tape, size, address, strict=True):
+    body_s, stream_s = [], []
+    for t, sz in zip(tape, size, strict=True):
         p = media[tape_media[t]]
         rate_b_s = p.rate_mb_s * MB
-        fraction = min(max(where / p.capacity_bytes, 0.0), 1.0)
-        first = min(p.first_locate_base_s + p.first_locate_slope_s * fraction, p.locate_max_s)
         stream_s.append(sz / rate_b_s)
         body_s.append(p.overhead_s + sz / rate_b_s)
-        first_s.append(first + p.overhead_s + sz / rate_b_s)
+    first_s = _first_reads(tape, tape_media, media, address, offset, body_s)
     prepared = Prepared(
         frame=frame,
         volumes=volumes,
@@ -154,6 +152,27 @@ def prepare(
     return prepared
 
 
+def _first_reads(
+    tape: list[int],
+    tape_media: list[int],
+    media: list[ModelParams],
+    address: list[float],
+    offset: list[int],
+    body_s: list[float],
+) -> list[float]:
+    """Per request, its read time as the first read after a load: the one price of the move
+    from the load point to its object (moves.move_s), streaming on to its offset inside an
+    aggregate, then its overhead and streaming, as throughput.file_times times it."""
+    by_request = np.asarray(tape_media, dtype=np.int64)[np.asarray(tape, dtype=np.int64)]
+    obj = np.asarray(address, dtype=np.float64)
+    into = np.maximum(np.asarray(offset, dtype=np.float64), 0.0)
+    first = np.zeros(len(obj))
+    for m, params in enumerate(media):
+        rows = np.flatnonzero(by_request == m)
+        first[rows] = from_load_point_s(params, obj[rows]) + into[rows] / (params.rate_mb_s * MB)
+    return (first + np.asarray(body_s, dtype=np.float64)).tolist()
+
+
 def shared(values: list[Any]) -> list[Any]:
     """The values, one object per distinct value. Positions, sizes and the read times they
     give repeat from tape to tape, and a large run looks them up all over its lists (every
@@ -163,7 +182,7 @@ def shared(values: list[Any]) -> list[Any]:
     return list(map(seen.setdefault, values, values))
 
 
-def read_timer(p: Prepared) -> Callable[[int, int], float]:
+def _curve_read_timer(p: Prepared) -> Callable[[int, int], float]:
     """read_s(h, r): the throughput model's time for reading request r when the head is just
     after request h (h = -1: at the load point). The scalar form of throughput.file_times
     (first locate, read-through of the gap, bounded locate, aggregate members), for reads in
@@ -213,7 +232,7 @@ def read_timer(p: Prepared) -> Callable[[int, int], float]:
     return read_s
 
 
-def pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
+def _curve_pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
     """times(w, i): read_s(w[k - 1], w[k]) for every k >= i of a drive's list w (entries before i
     are 0.0), for i >= 1, in one vectorised pass. A long list read in one pass costs one call
     instead of one per read. Every branch of read_s is computed with the same operations in the
@@ -299,15 +318,15 @@ ORDER_BUDGET_S = 0.05
 
 @dataclass
 class Geometric:
-    """What timing reads by the tape's serpentine geometry needs (simulate --order rao): per
-    request, its estimated place (analysis.geometry.places, from its byte address, else from
-    its position and the tape's average object), its first-read time from the load point, and
-    per tape the geometry (None: a media type without one keeps the throughput model)."""
+    """What reading a mount's requests in recommended access order needs (simulate --order
+    rao, sorted scheduler): per request, its estimated place (analysis.geometry.places, from its
+    byte address, else from its position and the tape's average object), and per tape the
+    geometry as moves are priced (moves.priced_geometry; None: a media type without one keeps
+    position order)."""
 
     places: Places
     first_s: list[float]
     shape: list[Geometry | None]  # per tape
-    scale: list[float]  # per tape: the media type's locate_scale
     tape: list[int]
 
     def ordered(self, reqs: list[int]) -> list[int]:
@@ -322,32 +341,53 @@ class Geometric:
         return index[chosen.order].tolist()
 
 
+def _addresses(p: Prepared) -> tuple[np.ndarray, np.ndarray]:
+    """(object start, the request's own address) per request: the estimated bytes before its
+    object (start_address) and its offset inside an aggregate, as throughput.file_times
+    places a read."""
+    obj = np.asarray(p.address, dtype=np.float64)
+    return obj, obj + np.maximum(np.asarray(p.offset, dtype=np.float64), 0.0)
+
+
 def geometric(p: Prepared) -> Geometric:
-    """The requests' places and first-read times by geometry, for p's requests."""
+    """The requests' places, for ordering p's requests by geometry."""
     tape = np.asarray(p.tape, dtype=np.int64)
-    offset = np.maximum(np.asarray(p.offset, dtype=np.float64), 0.0)
-    known = np.asarray(p.start_bytes, dtype=np.float64)
-    # A member of an aggregate whose object's address is estimated sits its offset into it.
-    start = np.asarray(p.address, dtype=np.float64) + np.where(np.isnan(known), offset, 0.0)
+    _, start = _addresses(p)
     size = np.asarray(p.size, dtype=np.float64)
-    shapes = [GEOMETRIES.get(p.media[m].media_type) for m in p.tape_media]
-    scales = [p.media[m].locate_scale for m in p.tape_media]
-    first = np.asarray(p.first_s, dtype=np.float64).copy()
-    body = np.asarray(p.body_s, dtype=np.float64)
+    shapes = [priced_geometry(p.media[m]) for m in p.tape_media]
     n = len(tape)
     fields = {
         name: np.zeros(n, dtype=np.float64 if "bytes" in name or "x_m" in name else np.int64)
         for name in Places.__dataclass_fields__
     }
     for t, shape in enumerate(shapes):
-        if shape is None:  # read by the throughput model: no place needed
+        if shape is None:  # kept in position order: no place needed
             continue
         rows = np.flatnonzero(tape == t)
         where = places(start[rows], size[rows], shape)
         for name in fields:
             fields[name][rows] = getattr(where, name)
-        first[rows] = scales[t] * from_load_point(where, shape) + body[rows]
-    return Geometric(Places(**fields), first.tolist(), shapes, scales, list(p.tape))
+    return Geometric(Places(**fields), p.first_s, shapes, list(p.tape))
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """Per request, what the one price of a move needs (moves.move_s): its object's place,
+    its own address and wrap, where reading it leaves the head; per tape the priced terms."""
+
+    obj: np.ndarray  # object start, bytes
+    addr: np.ndarray  # the request's own address
+    end: np.ndarray  # where reading it ends
+    o_wrap: np.ndarray
+    o_band: np.ndarray
+    o_x: np.ndarray
+    o_dir: np.ndarray
+    a_wrap: np.ndarray  # wrap of the request's own address
+    e_wrap: np.ndarray  # the head's place after reading it
+    e_band: np.ndarray
+    e_x: np.ndarray
+    e_dir: np.ndarray
+    terms: list[tuple[float, ...] | None]  # per tape, _move_terms of its priced geometry
 
 
 def _move_terms(g: Geometry) -> tuple[float, ...]:
@@ -363,58 +403,89 @@ def _move_terms(g: Geometry) -> tuple[float, ...]:
     )
 
 
-def geometric_read_timer(p: Prepared, geo: Geometric) -> Callable[[int, int], float]:
-    """read_s(h, r) with every move between two tape objects priced by the geometry
-    (analysis.geometry.locate.move_s, the same operations in the same order, times the media
-    type's locate_scale); reading on inside one aggregate, and tapes without a geometry, as
-    read_timer."""
-    model = read_timer(p)
-    w = geo.places
-    sb, eb = w.start_bytes.tolist(), w.end_bytes.tolist()
-    sw, ew = w.start_wrap.tolist(), w.end_wrap.tolist()
-    sn, en = w.start_band.tolist(), w.end_band.tolist()
-    sx, ex = w.start_x_m.tolist(), w.end_x_m.tolist()
-    sd, ed = w.start_direction.tolist(), w.end_direction.tolist()
-    terms = [None if g is None else _move_terms(g) for g in geo.shape]
-    tape, position, offset, body_s = p.tape, p.position, p.offset, p.body_s
+def _priced(p: Prepared) -> _Priced:
+    obj, addr = _addresses(p)
+    end = addr + np.asarray(p.size, dtype=np.float64)
+    tape = np.asarray(p.tape, dtype=np.int64)
+    n = len(tape)
+    cols = {k: np.zeros(n, dtype=np.int64) for k in ("ow", "ob", "od", "aw", "ew", "eb", "ed")}
+    xs = {k: np.zeros(n) for k in ("ox", "ex")}
+    shapes = [priced_geometry(p.media[m]) for m in p.tape_media]
+    for t, shape in enumerate(shapes):
+        if shape is None:
+            continue
+        rows = np.flatnonzero(tape == t)
+        ow, ob, ox, od = place_of(obj[rows], shape)
+        aw = place_of(addr[rows], shape)[0]
+        ew, eb, ex, ed = place_of(np.maximum(end[rows] - 1.0, 0.0), shape)
+        for k, v in (("ow", ow), ("ob", ob), ("od", od), ("aw", aw), ("ew", ew), ("eb", eb)):
+            cols[k][rows] = v
+        cols["ed"][rows] = ed
+        xs["ox"][rows], xs["ex"][rows] = ox, ex
+    return _Priced(
+        obj, addr, end, cols["ow"], cols["ob"], xs["ox"], cols["od"], cols["aw"],
+        cols["ew"], cols["eb"], xs["ex"], cols["ed"],
+        [None if g is None else _move_terms(g) for g in shapes],
+    )  # fmt: skip
+
+
+def read_timer(p: Prepared) -> Callable[[int, int], float]:
+    """read_s(h, r): the time of reading request r when the head is just after request h
+    (h = -1: at the load point), every move priced by the one price of a move (moves.move_s,
+    the same operations in the same order, as throughput.file_times times a plan): a gap of
+    1 to read_through_max_gap objects is read through, any other move a locate to the
+    object's start and on to the request's offset. Reading on inside one aggregate, and tapes
+    without a geometry, by the throughput model's curve."""
+    model = _curve_read_timer(p)
+    c = _priced(p)
+    obj, addr = c.obj.tolist(), c.addr.tolist()
+    ow, ob, ox, od = c.o_wrap.tolist(), c.o_band.tolist(), c.o_x.tolist(), c.o_dir.tolist()
+    aw = c.a_wrap.tolist()
+    ew, eb, ex, ed = c.e_wrap.tolist(), c.e_band.tolist(), c.e_x.tolist(), c.e_dir.tolist()
+    terms = c.terms
+    t_gap = [p.media[m].read_through_max_gap for m in p.tape_media]
+    tape, position, offset, body_s, first_s = p.tape, p.position, p.offset, p.body_s, p.first_s
 
     def read_s(h: int, r: int) -> float:
+        if h < 0:
+            return first_s[r]
         t = tape[r]
-        c = terms[t]
-        if c is None or h < 0 or (position[r] == position[h] and offset[r] >= offset[h] >= 0):
+        k = terms[t]
+        if k is None or (position[r] == position[h] and offset[r] >= offset[h] >= 0):
             return model(h, r)
-        base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = c
-        dx = sx[r] - ex[h]
+        base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = k
+        gap = position[r] - position[h]
+        if 1 <= gap <= t_gap[t]:  # read through: the model's skipped bytes, and turnarounds
+            crossed = aw[r] - ew[h]
+            return model(h, r) + turn * (crossed if crossed > 0 else 0)
+        dx = ox[r] - ex[h]
         locate = (
             base
             + abs(dx) / speed
-            + wrap_c * (ew[h] != sw[r])
-            + band_c * (en[h] != sn[r])
-            + dir_c * (ed[h] != sd[r])
-            + back_c * (dx * sd[r] < 0)
+            + wrap_c * (ew[h] != ow[r])
+            + band_c * (eb[h] != ob[r])
+            + dir_c * (ed[h] != od[r])
+            + back_c * (dx * od[r] < 0)
         )
-        gap = sb[r] - eb[h]
-        if gap >= 0:
-            stream = gap / rate + turn * max(sw[r] - ew[h], 0)
-            locate = stream if stream < locate else locate
-        return geo.scale[t] * locate + body_s[r]
+        return locate + (addr[r] - obj[r]) / rate + body_s[r]
 
     return read_s
 
 
-def geometric_pass_timer(p: Prepared, geo: Geometric) -> Callable[[list[int], int], list[float]]:
-    """pass_timer with the moves geometric_read_timer prices by the geometry, vectorised; each
-    value the same float as geometric_read_timer's."""
-    model = pass_timer(p)
-    w = geo.places
+def pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
+    """times(w, i): read_s(w[k - 1], w[k]) for every k >= i of a drive's list w (entries
+    before i are 0.0), for i >= 1, in one vectorised pass; each value the same float as
+    read_timer's."""
+    model = _curve_pass_timer(p)
+    c = _priced(p)
     tape = np.asarray(p.tape, dtype=np.int64)
     position = np.asarray(p.position, dtype=np.int64)
     offset = np.asarray(p.offset, dtype=np.int64)
     body_s = np.asarray(p.body_s, dtype=np.float64)
-    has = np.asarray([g is not None for g in geo.shape], dtype=bool)
+    has = np.asarray([k is not None for k in c.terms], dtype=bool)
     filler = (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)  # tapes without a geometry: unused
-    terms = np.asarray([filler if g is None else _move_terms(g) for g in geo.shape])
-    scale = np.asarray(geo.scale, dtype=np.float64)
+    terms = np.asarray([filler if k is None else k for k in c.terms])
+    t_gap = np.asarray([p.media[m].read_through_max_gap for m in p.tape_media])
 
     def times(wl: list[int], i: int) -> list[float]:
         result = model(wl, i)
@@ -422,22 +493,33 @@ def geometric_pass_timer(p: Prepared, geo: Geometric) -> Callable[[list[int], in
         h, r = ids[:-1], ids[1:]
         t = tape[r]
         base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = terms[t].T
-        dx = w.start_x_m[r] - w.end_x_m[h]
+        gap = position[r] - position[h]
+        crossed = c.a_wrap[r] - c.e_wrap[h]
+        through = np.asarray(result[i:]) + turn * np.where(crossed > 0, crossed, 0)
+        dx = c.o_x[r] - c.e_x[h]
         locate = (
             base
             + np.abs(dx) / speed
-            + wrap_c * (w.end_wrap[h] != w.start_wrap[r])
-            + band_c * (w.end_band[h] != w.start_band[r])
-            + dir_c * (w.end_direction[h] != w.start_direction[r])
-            + back_c * (dx * w.start_direction[r] < 0)
+            + wrap_c * (c.e_wrap[h] != c.o_wrap[r])
+            + band_c * (c.e_band[h] != c.o_band[r])
+            + dir_c * (c.e_dir[h] != c.o_dir[r])
+            + back_c * (dx * c.o_dir[r] < 0)
         )
-        gap = w.start_bytes[r] - w.end_bytes[h]
-        stream = gap / rate + turn * np.maximum(w.start_wrap[r] - w.end_wrap[h], 0)
-        moved = np.where((gap >= 0) & (stream < locate), stream, locate)
-        priced = scale[t] * moved + body_s[r]
+        located = locate + (c.addr[r] - c.obj[r]) / rate + body_s[r]
+        priced = np.where((gap >= 1) & (gap <= t_gap[t]), through, located)
         same = (position[r] == position[h]) & (offset[r] >= offset[h]) & (offset[h] >= 0)
         use = has[t] & ~same
         result[i:] = np.where(use, priced, np.asarray(result[i:])).tolist()
         return result
 
     return times
+
+
+def geometric_read_timer(p: Prepared, geo: Geometric) -> Callable[[int, int], float]:
+    """read_timer: every read is priced by the one price of a move, in any order."""
+    return read_timer(p)
+
+
+def geometric_pass_timer(p: Prepared, geo: Geometric) -> Callable[[list[int], int], list[float]]:
+    """pass_timer: every read is priced by the one price of a move, in any order."""
+    return pass_timer(p)

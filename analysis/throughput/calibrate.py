@@ -4,9 +4,11 @@ Per media type: the effective rate and the per-object overhead by robust linear 
 read-through reads (duration = overhead + (size + skipped bytes) / rate); the read-through
 threshold by scanning candidate gaps and keeping the one whose split into read-through and locate
 reads explains the durations best; the locate curve (base + slope x distance, bounded) on locate
-reads; the first locate, mount and dismount times from first reads and the mount log; the factor
-between the site's positioning times and what the tape geometry prices them at (for plans in RAO
-order). Parameters the data cannot pin down keep their defaults, and the fit says so in its notes.
+reads (kept for media types without a geometry); the first locate, mount and dismount times from
+first reads and the mount log; the factors of the tape geometry's locate terms and the scale
+between the site's positioning times and what the one price of a move charges for them
+(analysis/throughput/moves.py: every order, baseline and prediction prices moves with them).
+Parameters the data cannot pin down keep their defaults, and the fit says so in its notes.
 
 Reads: media_type, gap (posdiff from the previous read on the mount, null for the first),
 gap_bytes (skipped bytes, when known), size_bytes, duration_s, started_at, and optionally
@@ -30,6 +32,7 @@ from tapelens.analysis.throughput.locate import (
     Vector,
     fit_locate,
     fit_locate_scale,
+    fit_locate_terms,
     fit_locates,
     locate_observations,
     robust_fit,
@@ -303,6 +306,8 @@ def calibrate_media(reads: pl.DataFrame, mounts: pl.DataFrame, start: ModelParam
             notes.append("overhead: default (file sizes too alike to separate it from the rate)")
     params, locate_notes = fit_locates(*locate_observations(frame, params, avg_object), params)
     notes += locate_notes
+    params, term_notes = fit_locate_terms(frame, params, avg_object)
+    notes += term_notes
     params, scale_notes = fit_locate_scale(frame, params, avg_object)
     notes += scale_notes
     params, mount_notes = _mount_times(frame, mounts, params)

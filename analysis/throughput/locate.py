@@ -13,17 +13,22 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, nnls
 
-from tapelens.analysis.geometry import GEOMETRIES, gap_s
+from tapelens.analysis.geometry import GEOMETRIES
 from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.throughput.model import MB, ModelParams
+from tapelens.analysis.throughput.moves import TERM_FACTORS, move_s, term_features
 
 Vector = np.ndarray
 Residuals = Callable[[Vector], Vector]
 
 # Below this many points a sub-fit keeps the default parameters (too few to fit 2-3 values).
 MIN_FIT_READS = 10
+# The geometry's locate terms are fitted from this many locates with known places, each term
+# from the locates that pay it when at least MIN_TERM_READS do.
+MIN_TERMS_FIT_READS = 200
+MIN_TERM_READS = 20
 # No locate takes longer than this (a generous bound: a full-length LTO or 3592 locate takes
 # about two minutes, vendor datasheets). It keeps a locate curve from posing as a read-through.
 LOCATE_BOUND_S = 600.0
@@ -227,16 +232,13 @@ def fit_locates(
     )
 
 
-def geometry_positioning(
+def _located(
     frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
-) -> pl.Series | None:
-    """Per observed read (gap, and position or start_bytes; gap_bytes where known): what the
-    tape geometry prices its positioning at (analysis.geometry.gap_s, unscaled), for reads
-    reached by a locate (gap beyond the read-through threshold, or backwards) or first on their
-    mount, where the read's place is known; null for the others. None when the media type has
-    no geometry or the reads have no places."""
-    shape = GEOMETRIES.get(params.media_type)
-    if shape is None or ("position" not in frame.columns and "start_bytes" not in frame.columns):
+) -> pl.DataFrame | None:
+    """Per observed read: located (a locate between files, or first on its mount, with a
+    known place), start (its address), prev_end (where the previous read left the head, null
+    for a first read), gap. None when the reads have no places."""
+    if "position" not in frame.columns and "start_bytes" not in frame.columns:
         return None
     avg = float(avg_object_bytes)
     # Without byte addresses the previous read ended (gap - 1) objects before this one.
@@ -247,36 +249,113 @@ def geometry_positioning(
         exact = pl.col("start_bytes").cast(pl.Float64) - pl.col("gap_bytes").cast(pl.Float64)
         prev_end = pl.coalesce(exact, prev_end)
     far = (pl.col("gap") > params.read_through_max_gap) | (pl.col("gap") < 0)
-    places = frame.select(
-        (far | pl.col("gap").is_null()).alias("located"),
+    return frame.select(
+        ((far | pl.col("gap").is_null()) & address.is_not_null()).alias("located"),
         address.alias("start"),
         pl.when(pl.col("gap").is_null()).then(None).otherwise(prev_end).alias("prev_end"),
+        pl.col("gap").cast(pl.Float64),
     )
-    priced = gap_s(
+
+
+def geometry_positioning(
+    frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
+) -> pl.Series | None:
+    """Per observed read (gap, and position or start_bytes; gap_bytes where known): what the
+    one price of a move (moves.move_s) charges its positioning before `locate_scale`, for reads
+    reached by a locate (gap beyond the read-through threshold, or backwards) or first on
+    their mount, where the read's place is known; null for the others. None when the media
+    type has no geometry or the reads have no places."""
+    if params.media_type not in GEOMETRIES:
+        return None
+    places = _located(frame, params, avg_object_bytes)
+    if places is None:
+        return None
+    priced = move_s(
+        replace(params, locate_scale=1.0),
         places["prev_end"].fill_null(np.nan).to_numpy(),
         places["start"].fill_null(np.nan).to_numpy(),
-        shape,
+        places["gap"].fill_null(np.nan).to_numpy(),
     )
-    usable = places["located"].to_numpy() & ~np.isnan(places["start"].fill_null(np.nan).to_numpy())
+    usable = places["located"].to_numpy()
     return pl.Series("geometry_positioning_s", np.where(usable, priced, np.nan)).fill_nan(None)
+
+
+def _own_positioning(frame: pl.DataFrame, params: ModelParams) -> pl.Series:
+    """Each read's observed positioning: a logged positioning time where the log has one,
+    else its duration less the fitted overhead and streaming."""
+    own = pl.col("observed_s") - params.overhead_s - pl.col("size_bytes") / (params.rate_mb_s * MB)
+    if "locate_s" in frame.columns:
+        own = pl.coalesce(pl.col("locate_s"), own)
+    return frame.select(own.alias("own")).to_series()
+
+
+def fit_locate_terms(
+    frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
+) -> tuple[ModelParams, list[str]]:
+    """Factors of the geometry's locate terms (fixed part, travel, wrap change, band change,
+    change of direction, step back) fitted to the site's locates whose places are known: non-
+    negative least squares of the observed positioning on the terms each locate pays, refitted
+    once without the reads it explains worst (reads that waited on something else). A term
+    that fewer than MIN_TERM_READS locates pay keeps factor 1; with fewer than
+    MIN_TERMS_FIT_READS locates all keep 1."""
+    shape = GEOMETRIES.get(params.media_type)
+    if shape is None:
+        return params, []
+    places = _located(frame, params, avg_object_bytes)
+    if places is None:
+        return params, ["locate terms: default (reads without positions)"]
+    own = _own_positioning(frame, params).cast(pl.Float64).fill_null(np.nan).to_numpy()
+    keep = places["located"].to_numpy() & ~np.isnan(own)
+    if int(keep.sum()) < MIN_TERMS_FIT_READS:
+        return params, [f"locate terms: default ({int(keep.sum())} locates with known places)"]
+    x = term_features(
+        shape,
+        places["prev_end"].fill_null(np.nan).to_numpy()[keep],
+        places["start"].fill_null(np.nan).to_numpy()[keep],
+    )
+    y = np.maximum(own[keep], 0.0)
+    free = (x > 0).sum(axis=0) >= MIN_TERM_READS
+    free[0] = True  # every locate pays the fixed part
+    fixed = x[:, ~free].sum(axis=1)
+    factors = np.ones(x.shape[1])
+    use = np.ones(len(y), dtype=bool)
+    for _ in range(2):
+        coef, _ = nnls(x[use][:, free], y[use] - fixed[use])
+        factors[free] = coef
+        residual = np.abs(x @ factors - y)
+        use = residual <= max(3.0 * float(np.median(residual)), LOCATE_FLOOR_S)
+    notes = []
+    if not free.all():
+        named = ", ".join(n for n, f in zip(TERM_FACTORS, free, strict=True) if not f)
+        notes.append(f"locate terms: {named} default (too few locates pay them)")
+    base, travel, wrap, band, direction, back = (float(f) for f in factors)
+    return (
+        replace(
+            params,
+            locate_base_factor=base,
+            locate_travel_factor=travel,
+            wrap_change_factor=wrap,
+            band_change_factor=band,
+            direction_change_factor=direction,
+            step_back_factor=back,
+        ),
+        notes,
+    )
 
 
 def fit_locate_scale(
     frame: pl.DataFrame, params: ModelParams, avg_object_bytes: float
 ) -> tuple[ModelParams, list[str]]:
-    """The factor by which the site's own positioning times differ from what the tape geometry
-    prices them at (geometry_positioning; used for plans in RAO order): the median ratio, in
-    logs, over the locates between files and the first reads of mounts whose places are known.
-    Media types without a geometry keep 1."""
+    """The factor by which the site's own positioning times differ from what the one price of
+    a move charges them before the scale (geometry_positioning, with the fitted term factors):
+    the median ratio, in logs, over the locates between files and the first reads of mounts
+    whose places are known. Media types without a geometry keep 1."""
     if params.media_type not in GEOMETRIES:
         return params, []
     priced = geometry_positioning(frame, params, avg_object_bytes)
     if priced is None:
         return params, ["locate scale: default (reads without positions)"]
-    own = pl.col("observed_s") - params.overhead_s - pl.col("size_bytes") / (params.rate_mb_s * MB)
-    if "locate_s" in frame.columns:
-        own = pl.coalesce(pl.col("locate_s"), own)
-    picked = frame.select(own.alias("own")).with_columns(priced.alias("priced"))
+    picked = pl.DataFrame({"own": _own_positioning(frame, params), "priced": priced})
     picked = picked.filter(pl.col("priced").is_not_null() & pl.col("own").is_not_null())
     if picked.height < MIN_FIT_READS:
         return params, [f"locate scale: default ({picked.height} locates with known places)"]

@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tapelens.analysis.geometry.place import start_address
+from tapelens.analysis.throughput.moves import move_s
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME, MediaType
 
@@ -58,9 +60,17 @@ class ModelParams:
     locate_max_s: float  # bound on any locate
     rewind_s: float
     unload_s: float
-    # Positioning priced by the tape's geometry (read order rao) is multiplied by this: 1 until
-    # calibration fits it to the site's own positioning times.
+    # A move on a tape is priced by the tape's geometry (analysis/throughput/moves.py): each of
+    # its locate terms times a factor, all of it times locate_scale. Calibration fits the
+    # factors where the site's locates pin them down, and the scale to the site's own
+    # positioning times; 1 until then.
     locate_scale: float = 1.0
+    locate_base_factor: float = 1.0
+    locate_travel_factor: float = 1.0
+    wrap_change_factor: float = 1.0
+    band_change_factor: float = 1.0
+    direction_change_factor: float = 1.0
+    step_back_factor: float = 1.0
 
     @classmethod
     def from_media(cls, media: MediaType, **overrides: Any) -> ModelParams:
@@ -270,6 +280,20 @@ def file_times(
             )
         )
     )
+    # Where each read's object starts, the read's own address inside it, and where the
+    # previous read of the mount left the head: what the one price of a move needs.
+    obj = start_address(frame.columns, avg_object)
+    member = obj + pl.col("offset_bytes").fill_null(0).cast(pl.Float64)
+    out = out.with_columns(
+        pl.col("gap_objects").alias("_gap"),
+        obj.alias("_object"),
+        member.alias("_address"),
+        pl.when(pl.col("_new_tape"))
+        .then(None)
+        .otherwise((member + pl.col("size_bytes")).shift(1))
+        .alias("_prev_end"),
+    )
+    out = _with_priced_moves(out.collect(), params_by_media).lazy()
     cum = pl.col("duration_s").cum_sum()
     tape_base = pl.when(pl.col("_new_tape")).then(cum - pl.col("duration_s")).forward_fill()
     out = out.with_columns(
@@ -280,6 +304,44 @@ def file_times(
     )
     drop = [c for c in out.collect_schema().names() if c.startswith(("p_", "_"))]
     return out.drop(drop).collect()
+
+
+def _with_priced_moves(
+    frame: pl.DataFrame, params_by_media: Mapping[str, ModelParams]
+) -> pl.DataFrame:
+    """`frame` (kind, _gap in tape objects, _object, _address, _prev_end, positioning_s,
+    duration_s, and reach_s where given) with the positioning of every read that is not an
+    aggregate's further member priced by the one price of a move (moves.move_s): a read
+    through streams to the read's own address; a locate goes to its object's start, then
+    streams to the member's offset. Reads without an address, and reads with a given reach_s,
+    keep what they had."""
+    positioning = frame["positioning_s"].to_numpy().copy()
+    media = frame["media_type"].to_numpy()
+    kind = frame["kind"].to_numpy()
+    obj = frame["_object"].fill_null(np.nan).to_numpy()
+    address = frame["_address"].fill_null(np.nan).to_numpy()
+    prev_end = frame["_prev_end"].fill_null(np.nan).to_numpy()
+    gap = frame["_gap"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    skipped = frame["skipped_bytes"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    given = (
+        frame["reach_s"].is_not_null().to_numpy()
+        if "reach_s" in frame.columns
+        else np.zeros(frame.height, dtype=bool)
+    )
+    for name in np.unique(media).tolist():
+        p = params_by_media[str(name)]
+        rows = np.flatnonzero((media == name) & (kind != "member") & ~np.isnan(address) & ~given)
+        if rows.size == 0:
+            continue
+        through = (gap[rows] >= 1) & (gap[rows] <= p.read_through_max_gap)
+        target = np.where(through, address[rows], obj[rows])
+        into = np.where(through, 0.0, address[rows] - obj[rows]) / (p.rate_mb_s * MB)
+        moved = move_s(p, prev_end[rows], target, gap[rows], skipped[rows])
+        positioning[rows] = moved + into
+    duration = positioning + (frame["duration_s"] - frame["positioning_s"]).to_numpy()
+    return frame.with_columns(
+        pl.Series("positioning_s", positioning), pl.Series("duration_s", duration)
+    )
 
 
 def tape_times(
@@ -423,6 +485,13 @@ def predict_reads(reads: pl.DataFrame, params_by_media: Mapping[str, ModelParams
     )
     skipped = pl.coalesce(pl.col("gap_bytes").cast(pl.Float64), estimated).fill_null(0.0)
     fraction = (start_address(frame.columns, avg_object) / _p("capacity_bytes")).fill_null(0.5)
+    # The read's address, and where the previous read left the head: skipped bytes before it
+    # where known, else (gap - 1) objects of the average size.
+    address = start_address(frame.columns, avg_object)
+    before = pl.coalesce(
+        pl.col("gap_bytes").cast(pl.Float64), (pl.col("gap") - 1).cast(pl.Float64) * avg_object
+    )
+    prev_end = address - before
     times = ["positioning_s", "overhead_s", "stream_s", "duration_s"]
     out = (
         frame.lazy()
@@ -436,6 +505,16 @@ def predict_reads(reads: pl.DataFrame, params_by_media: Mapping[str, ModelParams
             kind.alias("kind"), skipped.alias("skipped_bytes"), fraction.alias("_fraction")
         )
         .with_columns(_time_exprs(pl.col("kind"), pl.col("skipped_bytes"), pl.col("_fraction")))
+        .with_columns(
+            pl.col("gap").alias("_gap"),
+            address.alias("_object"),
+            address.alias("_address"),
+            pl.when(pl.col("gap").is_null()).then(None).otherwise(prev_end).alias("_prev_end"),
+        )
+    )
+    out = (
+        _with_priced_moves(out.collect(), params_by_media)
+        .lazy()
         .rename({c: f"predicted_{c}" for c in times})
         .rename({"_observed_s": "duration_s"}, strict=False)
         .with_columns(

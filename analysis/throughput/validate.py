@@ -18,12 +18,10 @@ from matplotlib.figure import Figure
 
 from tapelens.analysis.throughput.calibrate import (
     MIN_FIT_READS,
-    avg_object_bytes,
     calibrate_media,
     prepare_reads,
 )
-from tapelens.analysis.throughput.locate import geometry_positioning
-from tapelens.analysis.throughput.model import GAP_CLASSES, MB, ModelParams, predict_reads
+from tapelens.analysis.throughput.model import GAP_CLASSES, ModelParams, predict_reads
 from tapelens.errors import InputError
 
 DEFAULT_HOLDOUT = 0.2
@@ -36,8 +34,8 @@ class Validation:
     cutoff: datetime  # reads started at or after it are held out
     train_reads: int
     test_reads: int
-    # media_type, gap_class, reads, median_abs_pct_error, p90_abs_pct_error, and the same two
-    # with locates priced by the tape geometry (geometry_median/p90_abs_pct_error)
+    # media_type, gap_class, reads, median_abs_pct_error, p90_abs_pct_error; every move priced
+    # by the one price of a move (analysis/throughput/moves.py)
     errors: pl.DataFrame
     sources: dict[str, str]  # media type -> where its parameters came from
 
@@ -113,16 +111,7 @@ def validate(
         )
         params[media] = calibrate_media(own, own_mounts, defaults[media]).params
         sources[media] = f"fitted on {own.height} reads"
-    predicted = predict_reads(test, params)
-    by_geometry = error_table(with_geometry_locates(predicted, params)).select(
-        "media_type",
-        "gap_class",
-        pl.col("median_abs_pct_error").alias("geometry_median_abs_pct_error"),
-        pl.col("p90_abs_pct_error").alias("geometry_p90_abs_pct_error"),
-    )
-    errors = error_table(predicted).join(
-        by_geometry, on=["media_type", "gap_class"], how="left", maintain_order="left"
-    )
+    errors = error_table(predict_reads(test, params))
     return Validation(
         cutoff=cutoff,
         train_reads=train.height,
@@ -130,27 +119,6 @@ def validate(
         errors=errors,
         sources=sources,
     )
-
-
-def with_geometry_locates(
-    predicted: pl.DataFrame, params: Mapping[str, ModelParams]
-) -> pl.DataFrame:
-    """predict_reads output with each locate and first read priced as plans in RAO order price
-    it: the tape geometry's positioning times the media type's locate_scale, plus the model's
-    overhead and streaming. Reads without a place, and media without a geometry, keep the
-    model's prediction."""
-    durations = predicted["predicted_duration_s"].to_numpy().copy()
-    for media in predicted["media_type"].unique().to_list():
-        rows = (predicted["media_type"] == media).to_numpy()
-        own = predicted.filter(pl.col("media_type") == media)
-        p = params[media]
-        priced = geometry_positioning(own, p, avg_object_bytes(own))
-        if priced is None:
-            continue
-        body = p.overhead_s + own["size_bytes"].to_numpy() / (p.rate_mb_s * MB)
-        geometric = priced.to_numpy() * p.locate_scale + body
-        durations[rows] = np.where(np.isnan(geometric), durations[rows], geometric)
-    return predicted.with_columns(pl.Series("predicted_duration_s", durations))
 
 
 def fit_figure(predicted: pl.DataFrame, title: str = "") -> Figure:

@@ -35,7 +35,8 @@ def test_a_deeper_queue_window_lets_the_sorted_scheduler_read_faster() -> None:
     shallow = run(requests, 10, SimConfig(scheduler="sorted", window=DCACHE_WINDOW)).summary
     deep = run(requests, 10, SimConfig(scheduler="sorted", window=30_000)).summary
     assert shallow.files_delivered == deep.files_delivered == 50_000
-    assert deep.rate_mb_s > 1.4 * shallow.rate_mb_s
+    # 1.33x with every move priced by the tape geometry (1.4x and more by the former curve)
+    assert deep.rate_mb_s > 1.25 * shallow.rate_mb_s
     assert shallow.mounts > 5 * deep.mounts
     assert deep.mounts < 2 * 500
 
@@ -59,7 +60,8 @@ def test_immediate_retries_after_an_outage_do_worse_than_cycled_ones() -> None:
     assert im.purged > 1000  # two hours of eight drives' reads dropped from the cache
     assert im.retries > im.purged
     assert im.mounts > cy.mounts
-    assert im.rate_mb_s < 0.93 * cy.rate_mb_s
+    # 0.935 with every move priced by the tape geometry (below 0.93 by the former curve)
+    assert im.rate_mb_s < 0.95 * cy.rate_mb_s
     # Cycled: what was read during the outage is delivered when the network is back.
     delivered = cycled.events.filter(pl.col("kind") == "deliver")
     assert delivered.height > 1000

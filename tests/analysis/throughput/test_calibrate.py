@@ -19,6 +19,7 @@ from tapelens.analysis.throughput.calibrate import (
 )
 from tapelens.analysis.throughput.locate import Locates, fit_locates
 from tapelens.analysis.throughput.model import ModelParams, default_params, file_times
+from tapelens.analysis.throughput.moves import move_s
 from tapelens.analysis.throughput.validate import error_table, fit_figure, validate
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
@@ -87,7 +88,14 @@ def synthetic_site(
         files = files.with_columns(
             pl.when(located).then(pl.Series(priced)).otherwise(None).alias("reach_s")
         )
-    timed = file_times(files, {params.media_type: params}).sort("volume", "position")
+    # Timed by the locate curve (a media type without a geometry stands in for the tape), or by
+    # the geometry's priced moves given as reach_s: the truth the calibration must recover.
+    curve = replace(params, media_type="CURVE")
+    timed = (
+        file_times(files.with_columns(media_type=pl.lit("CURVE")), {"CURVE": curve})
+        .with_columns(media_type=pl.lit(params.media_type))
+        .sort("volume", "position")
+    )
     noisy = timed["duration_s"].to_numpy() * np.exp(rng.normal(0, noise, timed.height))
     mount_start = {
         v: T0 + timedelta(hours=6 * i) for i, v in enumerate(sorted(set(timed["volume"])))
@@ -152,7 +160,9 @@ def test_calibration_recovers_known_parameters(site: tuple[pl.DataFrame, pl.Data
     for name in FITTED:
         assert getattr(fit.params, name) == pytest.approx(getattr(TRUE, name), rel=0.10), name
     assert fit.n_reads == reads.height and fit.n_mounts == mounts.height
-    assert fit.r2 is not None and fit.r2 > 0.95
+    # The fit prices moves by the geometry with fitted terms; these reads' locates follow a
+    # straight curve, which the serpentine price only approaches.
+    assert fit.r2 is not None and fit.r2 > 0.75
     assert fit.median_abs_pct_error is not None and fit.median_abs_pct_error < 6
     assert fit.data_from == reads["started_at"].min()
     assert fit.data_until == reads["started_at"].max()
@@ -311,25 +321,27 @@ def test_locate_fit_shares_the_bound_and_scales_unplaced_first_locates() -> None
     assert params.locate_max_s == pytest.approx(params.locate_base_s + params.locate_slope_s)
 
 
-def test_calibration_fits_the_scale_of_geometry_positioning() -> None:
+def priced_ratio(fitted: ModelParams, seed: int = 0) -> float:
+    """The median ratio of the moves `fitted` prices to those the default geometry prices,
+    over random locates on one tape."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.uniform(0, LTO8.capacity_bytes, (2, 2000))
+    return float(np.median(move_s(fitted, a, b, 1e9) / move_s(LTO8, a, b, 1e9)))
+
+
+def test_calibration_fits_the_price_of_geometry_positioning() -> None:
     reads, mounts = synthetic_site(TRUE, mounts=60, geometry_scale=1.6, seed=5)
     fit = calibrate(reads, mounts, default_params())["LTO-8"]
-    assert fit.params.locate_scale == pytest.approx(1.6, rel=0.05)
+    assert priced_ratio(fit.params) == pytest.approx(1.6, rel=0.05)
     plain = calibrate(*synthetic_site(TRUE, mounts=60, seed=5), default_params())["LTO-8"]
-    assert plain.params.locate_scale != pytest.approx(1.6, rel=0.2)
+    assert priced_ratio(plain.params) != pytest.approx(1.6, rel=0.2)
 
 
-def test_validation_also_prices_locates_by_the_tape_geometry() -> None:
-    # Locates that follow the serpentine layout: the geometry, scaled by the fitted factor,
-    # predicts them far better than the model's straight locate curve can.
+def test_validation_prices_locates_by_the_calibrated_geometry() -> None:
+    # Locates that follow the serpentine layout: the geometry with its fitted terms predicts
+    # them within the noise.
     reads, mounts = synthetic_site(TRUE, mounts=120, geometry_scale=1.6, seed=8)
     result = validate(reads, mounts, default_params(), 0.3)
     table = {r["gap_class"]: r for r in result.errors.iter_rows(named=True)}
-    locate = table["locate"]
-    assert locate["geometry_median_abs_pct_error"] < 6
-    assert locate["geometry_median_abs_pct_error"] < locate["median_abs_pct_error"] / 2
-    # Read-through reads are the model's either way.
-    through = table["read_through"]
-    assert through["geometry_median_abs_pct_error"] == pytest.approx(
-        through["median_abs_pct_error"]
-    )
+    assert table["locate"]["median_abs_pct_error"] < 6
+    assert table["first"]["median_abs_pct_error"] < 6
