@@ -1,11 +1,14 @@
 """CERN CTA `cta-admin tf ls --vid VID`, as its text table or as JSON (detected per file).
 
-Text, as cta-admin's text formatter prints it: a header line (in red: wrapped in ANSI colour
-codes), then one line per copy with every column right-aligned to its widest cell and followed
-by one space, empty cells shown as "-". Columns: archive id, copy no, vid, fseq, block id,
-instance, disk fxid, size, checksum type, checksum value, storage class, owner, group, creation
-time (two tokens) and, last and left-aligned, the path (which may hold spaces). Releases before
-the path column printed the disk instance again in its place: both layouts are read.
+Text, as cta-admin's text formatter prints it (tools/CtaAdminTextFormatter.cpp, flush): a
+header line (in red on a terminal: wrapped in ANSI colour codes), then one line per copy with
+every column right-aligned to its widest cell and followed by one space, empty cells shown as
+"-", a last column named "path" flush left (padded after it). Columns: archive id, copy no,
+vid, fseq, block id, the disk instance ("instance", "disk buffer" from 2025), disk fxid, size,
+checksum type, checksum value, storage class, owner, group, creation time (two tokens), then
+by release: "ss vid", "ss fseq" and "path" (2019-12 to 2021-02), "path" (to 2023-06), nothing
+(to 2025-04), or the CTA instance's name "instance" (since). All four are read; a path is the
+rest of the line from its "/" (it may hold spaces), without the padding after it.
 - Sizes are as cta-admin's dataSizeToStr prints them: below 1000 bytes the exact count, above
   it one decimal and a unit in powers of 1000 (5.2G = 5,200,000,000 bytes give or take
   50,000,000). Such a size is stored rounded, with its rounding bound in size_bound_bytes, and
@@ -63,6 +66,9 @@ TEXT_FIELDS = 16  # the creation time is two tokens: date and HH:MM
 TEXT_TIME = "%Y-%m-%d %H:%M"
 # cta-admin colours its header line.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The cells after the creation time: at most two (superseding vid and fseq) before a path.
+_AFTER_TIME = re.compile(r"^(?:[^/\s]\S*\s+){0,2}(/.*)$")
+_HH_MM = re.compile(r"^[0-9]{2}:[0-9]{2}$")
 # dataSizeToStr: one decimal and a unit, powers of 1000.
 _UNITS = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 APPROXIMATE = (
@@ -235,9 +241,12 @@ def _text_line(no: int, text: str, body: str, out: Lines) -> None:
     t = body.split(None, TEXT_FIELDS - 1)
     if len(t) == TEXT_FIELDS:
         created = f"{t[13]} {t[14]}"
-        last = t[15].strip()
-        # The current layout ends with the path; older releases printed the instance again.
-        path = last if last.startswith("/") else None
+        # After the creation time: the path (2021-2023), the superseding vid and fseq and then
+        # the path (2019-2021), or the CTA instance's name (2025 on): a path starts with "/".
+        rest = _AFTER_TIME.match(t[15].strip())
+        path = rest[1] if rest else None
+    elif len(t) == TEXT_FIELDS - 1 and _HH_MM.match(t[14]):
+        created, path = f"{t[13]} {t[14]}", None  # 2023-2025: the creation time is last
     elif len(t) == TEXT_FIELDS - 1 and parse_iso_utc(t[13]) is not None:
         created, path = t[13], None  # date and time written as one token
     else:

@@ -80,7 +80,7 @@ def text_fields(raw: pl.Series, cells: pl.DataFrame, columns: tuple[str, ...]) -
         "fseq": cell(3),
         "size": cell(7),
         "checksum": pl.when(cell(9) != "-").then(pl.concat_str([cell(8), pl.lit(":"), cell(9)])),
-        # The current layout ends with the path; older releases printed the instance again.
+        # 2021-2023 end with the path; since 2025 the CTA instance name ends the line.
         "path": pl.when(last.str.starts_with("/")).then(last),
         "disk": pl.concat_str([cell(5), pl.lit(":"), cell(6)]),
         "storage_class": cell(10),

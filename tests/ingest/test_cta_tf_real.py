@@ -134,3 +134,45 @@ def test_an_exact_size_wins_over_a_rounded_one(dsn: str, tmp_path: Path, json_fi
             " where copy_id = '4211190/1'"
         ).fetchall()
     assert found == [(5_242_880_000, None)]
+
+
+# The layouts `cta-admin tf ls` printed over CTA's history (github.com/cern-cta/CTA,
+# cmdline/ then tools/CtaAdminTextFormatter.cpp, printTapeFileLsHeader and
+# print(const TapeFileLsItem&)): 2019-12 to 2021-02 "... creation time, ss vid, ss fseq, path"
+# (commits 6e9d922af0, 2357a430d4; the path flush left since 68119ba51f); 2021-02 to 2023-06
+# "... creation time, path" (4a444b81b6; tests/data/catalog/cta-tf-ls.txt); 2023-06 to 2025-04
+# ending with the creation time (b558b33bd4); since 2025-04 the disk instance named "disk
+# buffer" and the CTA instance's name last (9215dcce5a). Every cell right-aligned to its
+# column and followed by one space, an empty cell "-" (TextFormatter::flush). The fixtures are
+# laid out by those rules.
+LAYOUTS = {
+    "cta-tf-ls-2020.txt": [
+        "/eos/ctacms/raw/2022/run1/a.dat",
+        "/eos/ctacms/raw/2022/run1/long name b.dat",
+        "/eos/ctacms/raw/c.dat",
+    ],
+    "cta-tf-ls-2023.txt": ["eosctacms:a10f01", "eosctacms:a10f02", "eosctacms:a10f03"],
+    "cta-tf-ls-2025.txt": ["eosctacms:a10f01", "eosctacms:a10f02", "eosctacms:a10f03"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_every_layout_cta_admin_printed(name: str) -> None:
+    rows, rejects, _ = parsed(DATA / name)
+    assert rejects == {}
+    assert [r["path"] for r in rows] == LAYOUTS[name]
+    # the creation time keeps its hour and minute in every layout
+    assert [r["written_at"] for r in rows] == [
+        datetime(2022, 11, 8, 7, 5, tzinfo=UTC),
+        datetime(2022, 11, 8, 7, 6, tzinfo=UTC),
+        datetime(2022, 11, 8, 23, 59, tzinfo=UTC),
+    ]
+    # dataSizeToStr: "999" exact below 1000 bytes, "3.4G" and "1.0K" to one decimal
+    assert [(r["size_bytes"], r["size_bound_bytes"]) for r in rows] == [
+        (3_400_000_000, 50_000_000),
+        (999, None),
+        (1_000, 50),
+    ]
+    assert [r["position"] for r in rows] == [17, 18, 19]
+    by_line = list(cta_tf.parse_by_line(DATA / name, options=ParseOptions(source="cta")))
+    assert [r["path"] for b in by_line for r in b.frame.iter_rows(named=True)] == LAYOUTS[name]
