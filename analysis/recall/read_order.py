@@ -6,8 +6,8 @@
   order that minimises positioning on that tape (greedy shortest-locate-time-first, improved,
   exact for a dozen objects or fewer), searched with the moves priced as the throughput model
   prices them (analysis.throughput.moves.priced_geometry: the geometry with the site's
-  calibrated locate terms and scale). Tapes of a media type without a geometry keep position
-  order.
+  calibrated locate terms and scale). Tapes of a media type without a geometry, or whose
+  geometry is approximate (its wraps not from a published source), keep position order.
 
 Either way every read is then timed by throughput.file_times with the one price of a move
 (analysis.throughput.moves.move_s), so the two orders are compared in one physics; a tape whose
@@ -87,10 +87,14 @@ def in_read_order(
     cache = cache if cache is not None else OrderCache()
     tapes = files.partition_by(key, maintain_order=True)
     content = {i: _content(t, str(t["media_type"][0])) for i, t in enumerate(tapes)}
+    # A geometry whose layout is not from a published source (3592, T10000: wraps assumed)
+    # places reads on the wrong wraps far along the tape, where an order searched on it can
+    # be slower on the real tape than position order: those tapes keep position order.
     shapes = {
         m: priced_geometry(params_by_media[m]) if m in params_by_media else None
         for m in {c[0] for c in content.values()}
     }
+    shapes = {m: g if g is not None and not g.approximate else None for m, g in shapes.items()}
     # The reads still to order, among which the budget left is shared.
     left_rows = sum(
         t.height

@@ -334,8 +334,8 @@ class Geometric:
         engine orders a tape's reads (plan_order on positioning alone, a short budget: a
         library serves many mounts)."""
         shape = self.shape[self.tape[reqs[0]]] if reqs else None
-        if shape is None or len(reqs) < 2:
-            return reqs
+        if shape is None or shape.approximate or len(reqs) < 2:
+            return reqs  # as the engine keeps position order on these tapes
         index = np.asarray(reqs, dtype=np.int64)
         chosen = plan_order(self.places.take(index), shape, budget_s=ORDER_BUDGET_S, rewind=False)
         return index[chosen.order].tolist()
