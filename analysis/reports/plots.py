@@ -101,6 +101,8 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
         ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("gap at read time (posdiff from the previous read in the mount)")
         ax.set_ylabel("read rate, MB/s (median, 25th-75th percentile)")
+    elif report == "hints":
+        _plot_hints(ax, by, frame)
     else:
         labels = [str(v) for v in frame[frame.columns[0]].to_list()]
         ax.bar(labels, frame["median_rate_mb_s"].to_list())
@@ -110,6 +112,37 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _plot_hints(ax: Any, by: str, frame: pl.DataFrame) -> None:
+    """Coverage: the share of files with hints per month, a line per experiment; groups: tapes
+    used against needed, a colour per level; per level: the mean gap of its groups."""
+    if by == "coverage":
+        months = frame.group_by("experiment", "month").agg(
+            (pl.col("hinted_files").sum() / pl.col("files").sum()).alias("share")
+        )
+        for (experiment,), part in months.sort("month").group_by("experiment", maintain_order=True):
+            ax.plot(part["month"].to_list(), part["share"].to_list(), marker="o", label=experiment)
+        ax.set_ylabel("share of written files with hints")
+        ax.legend(fontsize=8)
+        ax.tick_params(axis="x", rotation=60, labelsize=7)
+    elif by == "groups":
+        for (level,), part in frame.group_by("level", maintain_order=True):
+            ax.scatter(
+                part["tapes_needed"].to_list(),
+                part["tapes_used"].to_list(),
+                s=8,
+                label=f"level {level}",
+            )
+        top = max(_int(frame["tapes_used"].max(), 1), 1)
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("tapes needed at capacity")
+        ax.set_ylabel("tapes used")
+        ax.legend(fontsize=8)
+    else:
+        ax.bar([str(v) for v in frame["level"].to_list()], frame["mean_gap"].fill_null(0).to_list())
+        ax.set_xlabel("hint level (0 broad, 3 narrow)")
+        ax.set_ylabel("mean gap between a group's files")
 
 
 def period_order(periods: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Gap, duplicate, tape, occupancy and rate reports over the dbt marts.
+"""Gap, duplicate, tape, occupancy, rate and hint reports over the dbt marts.
 
 Each report is a query over tapelens_marts (built by `tapelens marts build`) returning a frame;
 figures that need the published conventions (mu, sigma, sem of read-through posdiff) come from
@@ -15,13 +15,14 @@ import polars as pl
 from tapelens.errors import InputError
 from tapelens.models import MARTS_SCHEMA
 
-REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates")
+REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates", "hints")
 GROUPINGS = {
     "gaps": ("type", "period", "dataset", "tape"),
     "duplicates": ("file", "dataset", "tape"),
     "tapes": ("dataset", "type"),
     "occupancy": ("tape", "media"),
     "rates": ("gap", "type", "tape", "period", "size"),
+    "hints": ("coverage", "groups", "level"),
 }
 DEFAULT_BY = {
     "gaps": "type",
@@ -29,6 +30,7 @@ DEFAULT_BY = {
     "tapes": "dataset",
     "occupancy": "tape",
     "rates": "gap",
+    "hints": "coverage",
 }
 M = MARTS_SCHEMA
 
@@ -239,12 +241,61 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
     )
 
 
+def hints_query(by: str, f: ReportFilter) -> tuple[str, list]:
+    """Collocation hints: their coverage by experiment, activity and month; each hint group
+    at each level; or per level, how well its groups sit on tape today."""
+    if f.dataset_type:
+        raise InputError("report hints has no dataset type: hint groups are named by level")
+    if by == "coverage":
+        where, params = _where(f, "month")
+        return (
+            f"select experiment, activity, to_char(month, 'YYYY-MM') as month,"
+            f" files::bigint as files, hinted_files::bigint as hinted_files,"
+            f" hinted_share::float8 as hinted_share, empty_files::bigint as empty_files,"
+            f" absent_files::bigint as absent_files,"
+            f" unreadable_files::bigint as unreadable_files,"
+            f" contradictory_files::bigint as contradictory_files,"
+            f" size_bytes::bigint as size_bytes, hinted_bytes::bigint as hinted_bytes,"
+            f" hinted_bytes_share::float8 as hinted_bytes_share,"
+            f" empty_bytes::bigint as empty_bytes, truncated_files::bigint as truncated_files,"
+            f" files_on_tape::bigint as files_on_tape"
+            f" from {M}.fct_hint_coverage{where} order by experiment, activity, month",
+            params,
+        )
+    where, params = _where(f, "last_written_at")
+    if by == "groups":
+        return (
+            f"select level, hint_group, files::bigint as files,"
+            f" tapes_used::bigint as tapes_used, tapes_needed::bigint as tapes_needed,"
+            f" mean_gap::float8 as mean_gap, interleaved_share::float8 as interleaved_share,"
+            f" size_bytes::bigint as size_bytes, announced_files::bigint as announced_files,"
+            f" announced_bytes::bigint as announced_bytes,"
+            f" files_on_tape::bigint as files_on_tape, n_locates::bigint as locates,"
+            f" experiment, first_written_at, last_written_at"
+            f" from {M}.fct_hint_groups{where} order by level, hint_group",
+            params,
+        )
+    # Per level: the gaps and spans pooled over its groups (sums, not means of means).
+    return (
+        f"select level, count(*)::bigint as groups, sum(files)::bigint as files,"
+        f" sum(tapes_used)::bigint as tapes_used, sum(tapes_needed)::bigint as tapes_needed,"
+        f" (sum(mean_gap * n_read_through) / nullif(sum(n_read_through), 0))::float8"
+        f" as mean_gap,"
+        f" (sum(span_positions - held_positions)::float8 / nullif(sum(span_positions), 0))"
+        f" as interleaved_share, sum(n_locates)::bigint as locates,"
+        f" sum(size_bytes)::bigint as size_bytes"
+        f" from {M}.fct_hint_groups{where} group by level order by level",
+        params,
+    )
+
+
 QUERIES = {
     "gaps": gaps_query,
     "duplicates": duplicates_query,
     "tapes": tapes_query,
     "occupancy": occupancy_query,
     "rates": rates_query,
+    "hints": hints_query,
 }
 
 
@@ -267,6 +318,9 @@ COUNT_COLUMN: dict[tuple[str, str], str] = {
     ("rates", "tape"): "reads",
     ("rates", "period"): "reads",
     ("rates", "size"): "reads",
+    ("hints", "coverage"): "files",
+    ("hints", "groups"): "files",
+    ("hints", "level"): "groups",
 }
 
 

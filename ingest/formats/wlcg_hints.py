@@ -16,9 +16,9 @@ DcacheResourceFactory.java, ScriptNearlineStorage.java). Either form is read her
 
 Every value ends as one of: ok (at least one level named), empty (no level named: `{}`, only
 empty strings, or no collocation_hints at all), absent (no metadata), malformed (not JSON, or
-JSON of another shape), truncated (JSON that stops before it closes: cut at a column or export
-limit such as FTS's 4,096 bytes). "contradictory" is decided later, across records of a file
-(wlcg_hints_inputs.mark_contradictions).
+JSON of another shape), truncated (JSON that stops before it closes: cut at a column's or an
+export's limit, such as the 4,096 bytes Rucio keeps metadata under). "contradictory" is decided
+later, across records of a file (wlcg_hints_inputs.mark_contradictions).
 """
 
 from __future__ import annotations

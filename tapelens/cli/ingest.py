@@ -1,4 +1,4 @@
-"""`tapelens ingest`: catalogs, transfer logs, mount logs, tape inventories."""
+"""`tapelens ingest`: catalogs, transfer logs, mount logs, tape inventories, write hints."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from tapelens.errors import ConfigError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import Format, formats_of, lookup
 from tapelens.ingest.formats.base import ParseOptions
+from tapelens.ingest.formats.wlcg_hints_inputs import statuses as hint_statuses
 from tapelens.ingest.load import IngestResult, ShrinkGuard, ingest_files
 from tapelens.ingest.manifest import group_dumps, read_manifest
 
@@ -380,6 +381,84 @@ def _plain_command(kind: str, help_text: str) -> None:
 
 for _kind, _help in _PLAIN_KINDS:
     _plain_command(_kind, _help)
+
+
+def _path_map(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> Any:
+    pairs = []
+    for item in value:
+        old, sep, new = item.partition("=")
+        if not sep or not old.startswith("/") or not new:
+            raise click.BadParameter(f"{item!r} is not FROM=TO (e.g. /pnfs/example.org/data=/hpss)")
+        pairs.append((old, new))
+    return tuple(pairs)
+
+
+@ingest.command("hints")
+@_common("hints")
+@click.option(
+    "--path-map",
+    multiple=True,
+    callback=_path_map,
+    help="FROM=TO: rewrite a storage path prefix to the tape system's (repeatable).",
+)
+@click.option("--experiment-rule", help="Regex with a named group (?P<experiment>...).")
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False),
+    help="YAML `columns:` site column name -> the name this format reads.",
+)
+@pass_app
+def hints(
+    app: App,
+    fmt: str,
+    files: tuple[str, ...],
+    strict: bool,
+    source: str | None,
+    year: int | None,
+    timezone: str,
+    path_map: tuple[tuple[str, str], ...],
+    experiment_rule: str | None,
+    mapping: str | None,
+) -> None:
+    """Load written files' collocation hints (WLCG archive metadata).
+
+    Each record says which groups a file was sent to tape with, from broad (level 0) to narrow
+    (level 3). Records whose metadata is empty, cut short or unreadable are kept as files
+    without hints and counted; files recorded with different hints are marked contradictory.
+
+    \b
+    Example:
+        tapelens ingest hints --format fts-files --path-map /eos/cms=/cms t_file.tsv
+        tapelens ingest hints --format kit kit-attributes.csv
+    """
+    columns = None
+    if mapping:
+        try:
+            doc = yaml.safe_load(Path(mapping).read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError("--mapping", mapping, f"not valid YAML ({exc})") from None
+        columns = doc.get("columns") if isinstance(doc, dict) else None
+        if not isinstance(columns, dict):
+            raise ConfigError("--mapping", mapping, "has no `columns:` mapping")
+    DatasetRules(experiment=experiment_rule)  # a rule the regex engine cannot run stops here
+    fmt_used = lookup("hints", fmt)
+    extra = {"path_map": path_map, "experiment_rule": experiment_rule}
+    options = ParseOptions(
+        source=source or fmt_used.source,
+        strict=strict,
+        timezone=timezone,
+        year=year,
+        mapping=columns,
+        extra=extra,
+    )
+    dsn = app.dsn()
+    results = ingest_files(dsn, fmt_used, list(files), options, DatasetRules())
+    for result in results:
+        _report(result)
+    loaded = [r.run_id for r in results if r.status == "loaded" and r.run_id is not None]
+    if loaded:
+        counts = hint_statuses(dsn, loaded)
+        click.echo("hints: " + ", ".join(f"{n:,} {s}" for s, n in counts.items()), err=True)
 
 
 @ingest.command("manifest")

@@ -1,4 +1,4 @@
-"""`tapelens report`: gap, duplicate, tape, occupancy and rate reports from the marts."""
+"""`tapelens report`: gap, duplicate, tape, occupancy, rate and hint reports from the marts."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ EXAMPLES = {
     "tapes": "tapelens report tapes --by dataset --dataset-type AOD",
     "occupancy": "tapelens report occupancy --plot occupancy.png",
     "rates": "tapelens report rates --by gap --since 2024-01-01",
+    "hints": "tapelens report hints --by level",
 }
 HELP = {
     "gaps": "Mean read-through positional gap (mu, n, sigma, sem) by dataset type and period.",
@@ -36,6 +37,8 @@ HELP = {
     "tapes": "Tapes per dataset: used, needed at capacity, main tapes, mean gap.",
     "occupancy": "Tape occupancy: live and duplicate bytes against capacity.",
     "rates": "Observed read rates by gap at read time, type, tape, month or file size.",
+    "hints": "Collocation hints: coverage by experiment, activity and month; each group at each"
+    " level; per level, tapes used against needed, mean gap and interleaving.",
 }
 
 

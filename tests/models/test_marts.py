@@ -28,6 +28,9 @@ MARTS = {
     "fct_dataset_recall_waste",
     "fct_pool_capacity",
     "fct_dataset_tape_waste",
+    "fct_hinted_files",
+    "fct_hint_coverage",
+    "fct_hint_groups",
 }
 # Marts kept as views: computed from another mart whenever they are read.
 VIEWS = {"fct_dataset_tape_waste"}
