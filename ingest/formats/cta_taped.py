@@ -1,22 +1,37 @@
 """CERN CTA tape daemon log: file reads as transfers, tape sessions as mounts.
 
-Two forms, mixed freely in one file, both with the same message texts and field names:
-- CTA's default key="value" form, as syslog or CTA's own log file writes it:
-  `Jun  2 13:21:40.750123 tpsrv01 cta-taped: LVL="INFO" PID="100" TID="101" MSG="File
-  successfully read from tape" tapeVid="L81234" fileId="4211190" fSeq="1375" ...`
-  The prefix time is local (ParseOptions.timezone) and, in the classic syslog form, has no
-  year: it comes from --year or the file name, a month going backwards starts the next year.
-  An ISO 8601 prefix (2024-06-02T13:21:40.750123+02:00) carries both. A value may hold escaped
-  quotes (\\"). Lines of other programs in a shared syslog file are counted skips.
-- JSON lines (CTA's JSON logging), with epoch_time, hostname, pid, tid and message.
+Two forms, mixed freely in one file, both with the same message texts and field names, as
+CTA's logger writes them (cern-cta/CTA, common/log/Logger.cpp: createMsgHeader, createMsgBody,
+cleanString):
+- the default key="value" form, as syslog or CTA's own log file writes it:
+  `Jun  2 13:21:40.750123000 tpsrv01 cta-taped: LVL="INFO" PID="100" TID="101" MSG="File
+  successfully read from tape" drive_name="..." instance="..." ... tapeVid="L81234" ...`
+  (`%b %e %T` and nine digits of nanoseconds; the static parameters instance, sched_backend and
+  drive_name, then the context parameters in name order, each followed by a space). The prefix
+  time is local (ParseOptions.timezone) and has no year: --year, else the date stamp of the
+  file name (cta-taped.log-20220331), by the rule every year-less log shares
+  (logfields.LogYears). An ISO 8601 prefix (2024-06-02T13:21:40.750123+02:00, rsyslog's high
+  precision form) carries both. CTA writes a value with its double quotes as single quotes and
+  escapes nothing. Lines of other programs in a shared syslog file are counted skips.
+- JSON lines (CTA's JSON logging), with epoch_time, hostname, pid and tid as numbers, message.
 
 Per file, "File successfully read from tape" carries fileId, fSeq, positionTime, transferTime,
-totalTime, dataVolume; per session, "Tape session finished" carries tapeVid, mountTime,
-positionTime, unloadTime, unmountTime, files, dataVolume (docs/formats/cta-taped.md). Every line has
-epoch_time, hostname, pid and tid. A file line does not name its tape: the session line that
-follows it on the same (hostname, pid, tid) does, so file lines wait per session key and become
-rows when their session line arrives. File lines whose session never finishes are rejects at the
-end, and so are those of a session line that is itself refused.
+totalTime, dataVolume; per session, "Tape session finished" carries tapeVid, mountId,
+tapeDrive, mountType, status and the session's times (docs/formats/cta-taped.md). Which
+process logs which line decides how a read finds its tape (cern-cta/CTA, taped/session/ and,
+in releases before 2026, tapeserver/castor/tape/tapeserver/daemon/): DataTransferSession puts
+tapeVid and mountId in the session's log context; TapeReadSingleThread runs the reads in that
+context ("File successfully read from tape" is logged by TapeReadTask on the tape thread, whose
+tid is its own) and hands the session's parameters (tapeVid, mountId, tapeDrive, mountType,
+status from the report packers, the times from TaskWatchDog) to the drive handler, the parent
+process, which logs "Tape session finished" (taped/daemon/DriveHandler.cpp) with its own pid
+and tid. So a read is attributed by its session's context: mountId first, else its tapeVid on
+the same host within the session's time span, and only a line with neither waits on its host,
+pid and tid. A read whose context names tape and drive (drive_name) is a row at once; one
+naming its tape but whose session line never comes keeps its tape, without a drive. A crashed
+session is reported twice by the drive handler (once with Error_sessionKilled, then as every
+session ends): one mount, the first report's. A session line with neither tapeVid nor mountId
+(a session that mounted nothing) is a counted skip.
 
 Choices (every log time is written when the action ends; times are rounded to the second):
 - transfer: duration_s = totalTime (else positionTime + transferTime): like every duration in
@@ -54,10 +69,9 @@ from tapelens.ingest.canonical import MOUNTS, TRANSFERS
 from tapelens.ingest.formats.base import Batch, Collector, Line, LineReader, ParseOptions
 from tapelens.ingest.formats.logfields import (
     FieldError,
-    YearTracker,
+    LogYears,
     before,
     epoch_time,
-    first_year,
     quote,
     seconds,
     text,
@@ -68,17 +82,22 @@ KIND = "transfers"
 FORMAT = "cta-taped"
 READ_OK = "File successfully read from tape"
 SESSION_END = "Tape session finished"
+MOUNTED = "Tape mounted and drive ready"
 _FAILURE = re.compile(r"(?i)\b(error|errors|fail|failed|failure)\b")
 # mountType of a session (CTA's MountType names) -> purpose
 PURPOSES = {"retrieve": "read", "archiveforuser": "write", "archiveforrepack": "write"}
 
-Key = tuple[str, str, str]
+# Where a file line waits for its session line: ("mountId", host, id), ("tape", host, vid) or,
+# for lines that carry no session context, ("thread", host, pid, tid).
+Key = tuple[str, ...]
 
 
 @dataclass
 class _Session:
     files: list[tuple[Line, dict[str, Any]]] = field(default_factory=list)
-    first_start: datetime | None = None
+    first_start: datetime | None = None  # of its first file read
+    opened_at: datetime | None = None  # its first line (the tape thread starts the session)
+    mounted_at: datetime | None = None  # "Tape mounted and drive ready"
 
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
@@ -87,14 +106,90 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
 
 
 def parse_mounts(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
-    """Mounts: one per "Tape session finished" line."""
+    """Mounts: one per tape session ("Tape session finished" line)."""
     return _parse(path, options, mounts=True)
+
+
+class _Sessions:
+    """File lines waiting for the line of their session, and the sessions already finished."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[Key, _Session] = {}
+        self.finished: set[tuple[str, str]] = set()  # (hostname, mountId) of finished sessions
+
+    def hold(self, key: Key) -> _Session:
+        return self.waiting.setdefault(key, _Session())
+
+    def release(self, obj: dict[str, Any], end: datetime, start: datetime | None) -> _Session:
+        """Everything that waited for this session line, by its mountId, else its tape (files
+        within the session's time span), else the thread that logged it."""
+        host = _text(obj, "hostname") or ""
+        found = _Session()
+        keys: list[Key] = []
+        mount_id = _text(obj, "mountId")
+        if mount_id is not None:
+            keys.append(("mountId", host, mount_id))
+        thread = _thread_key(obj)
+        if thread is not None:
+            keys.append(thread)
+        for key in keys:
+            session = self.waiting.pop(key, None)
+            if session is not None:
+                _join(found, session.files)
+                for name in ("first_start", "opened_at", "mounted_at"):
+                    setattr(found, name, _earliest(getattr(found, name), getattr(session, name)))
+        volume = _text(obj, "tapeVid")
+        if volume is not None:
+            tape = ("tape", host, volume)
+            session = self.waiting.get(tape)
+            if session is not None:
+                inside = [
+                    (ln, r)
+                    for ln, r in session.files
+                    if r["started_at"] <= end and (start is None or r["started_at"] >= start)
+                ]
+                session.files = [f for f in session.files if f not in inside]
+                _join(found, inside)
+                if not session.files:
+                    del self.waiting[tape]
+        return found
+
+    def note(self, obj: dict[str, Any], message: str) -> None:
+        """When a session began and was mounted, from the lines of its tape thread: a session
+        killed with its process reports no times in its "Tape session finished" line."""
+        if _text(obj, "mountId") is None:
+            return
+        try:
+            at = epoch_time("epoch_time", _number(obj, "epoch_time", required=True))
+        except FieldError:
+            return
+        session = self.hold(_file_key(obj))
+        session.opened_at = _earliest(session.opened_at, at)
+        if message == MOUNTED:
+            session.mounted_at = _earliest(session.mounted_at, whole_second(at))
+
+
+def _empty(session: _Session) -> bool:
+    """Nothing of the session was seen before its end."""
+    return not session.files and session.first_start is None and session.opened_at is None
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _join(into: _Session, files: list[tuple[Line, dict[str, Any]]]) -> None:
+    into.files.extend(files)
+    for _, row in files:
+        start = row["started_at"]
+        if into.first_start is None or start < into.first_start:
+            into.first_start = start
 
 
 def _parse(path: str | Path, options: ParseOptions, *, mounts: bool) -> Iterator[Batch]:
     with LineReader(path) as reader:
         out = Collector(reader, options, MOUNTS if mounts else TRANSFERS)
-        sessions: dict[Key, _Session] = {}
+        sessions = _Sessions()
         clock = _Clock(path, options)
         for line in reader:
             if not line.text.strip():
@@ -112,22 +207,31 @@ def _parse(path: str | Path, options: ParseOptions, *, mounts: bool) -> Iterator
                 if message == SESSION_END:
                     yield from _end_session(line, obj, sessions, out, options, mounts=mounts)
                 elif _is_file_line(message, obj):
-                    _wait_for_session(line, obj, message, sessions, out, options, mounts=mounts)
+                    _file_line(line, obj, message, sessions, out, options, mounts=mounts)
                 else:
+                    if mounts:
+                        sessions.note(obj, message)
                     out.skip()
             except FieldError as exc:
                 out.reject(line, str(exc))
             if out.full():
                 yield out.flush()
         if not mounts:
-            for key, session in sessions.items():
-                for line, _ in session.files:
-                    out.reject(
-                        line,
-                        f'no "{SESSION_END}" line follows for hostname {quote(key[0])}, '
-                        f"pid {key[1]}, tid {key[2]}",
-                    )
+            for key, session in sessions.waiting.items():
+                for line, row in session.files:
+                    if row["volume"] is not None:
+                        out.add(row, line.no)  # its own context names its tape
+                    else:
+                        out.reject(line, f'no "{SESSION_END}" line follows for {_shown(key)}')
+                    if out.full():
+                        yield out.flush()
         yield out.flush()
+
+
+def _shown(key: Key) -> str:
+    if key[0] == "thread":
+        return f"hostname {quote(key[1])}, pid {key[2]}, tid {key[3]}"
+    return f"{key[0]} {quote(key[2])} on {quote(key[1])}"
 
 
 _MONTHS = {
@@ -145,8 +249,10 @@ _ISO = re.compile(
     r"(?P<when>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)"
     r" (?P<host>\S+) (?P<prog>[^\s:\[]+)(?:\[\d+\])?: (?P<body>.*)"
 )
-# key="value" pairs; a value may hold \" and \\ (no backtracking: each step consumes input).
-_PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_.]*)="((?:[^"\\]|\\.)*)"')
+# key="value" pairs. CTA writes a value with its double quotes turned into single quotes, tabs
+# and newlines into spaces, and nothing escaped (common/log/Logger.cpp, cleanString): a value
+# runs to the next double quote, a backslash is a backslash.
+_PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_.]*)="([^"]*)"')
 # Key names of the key="value" form that differ from the JSON form's.
 _KV_NAMES = {"LVL": "log_level", "PID": "pid", "TID": "tid", "MSG": "message"}
 
@@ -157,11 +263,11 @@ class _Clock:
     def __init__(self, path: str | Path, options: ParseOptions) -> None:
         self.path, self.options = path, options
         self.zone = ZoneInfo(options.timezone)
-        self.years: YearTracker | None = None
+        self.years: LogYears | None = None
 
     def syslog(self, month: int, day: int, hms: str, frac: str | None) -> float:
-        if self.years is None:
-            self.years = YearTracker(first_year(self.path, self.options, "syslog"))
+        if self.years is None:  # made at the first such line: JSON lines need no year
+            self.years = LogYears(self.path, self.options, "CTA taped syslog")
         year = self.years.peek(month)
         try:
             h, m, sec = (int(x) for x in hms.split(":"))
@@ -212,8 +318,7 @@ def _object(line: str, clock: _Clock) -> dict[str, Any] | None:
         pair = _PAIR.match(rest, at)
         if pair is None:
             raise FieldError(f'expected key="value" at character {at + 1} of the message')
-        value = pair[2].replace('\\"', '"').replace("\\\\", "\\")
-        obj[_KV_NAMES.get(pair[1], pair[1])] = value
+        obj[_KV_NAMES.get(pair[1], pair[1])] = pair[2]
         at = pair.end()
     if "mon" in found.groupdict():
         month = _MONTHS.get(found["mon"])
@@ -229,42 +334,69 @@ def _is_file_line(message: str, obj: dict[str, Any]) -> bool:
     return message == READ_OK or ("fileId" in obj and _FAILURE.search(message) is not None)
 
 
-def _wait_for_session(
+def _file_line(
     line: Line,
     obj: dict[str, Any],
     message: str,
-    sessions: dict[Key, _Session],
+    sessions: _Sessions,
     out: Collector,
     options: ParseOptions,
     *,
     mounts: bool,
 ) -> None:
-    """Hold a file line until its session line names the tape.
+    """A file read: a row now when its own context names its tape and drive, else it waits for
+    the line of its session.
 
-    Reading mounts, file lines are counted skips (reading transfers accounts for them); a valid
-    one still gives its session's first start.
+    CTA logs a file line from the session's tape thread, in the session's context (tapeVid,
+    mountId; drive_name on every line of newer versions), while "Tape session finished" comes
+    from the drive handler, another process. Reading mounts, file lines are counted skips
+    (reading transfers accounts for them); a valid one still gives its session's first start.
     """
     try:
         row = _transfer(obj, message, options.source)
-        key = _key(obj)
+        key = _file_key(obj)
     except FieldError:
         if not mounts:
             raise
         out.skip()
         return
-    session = sessions.setdefault(key, _Session())
-    session.files.append((line, row))
-    start = row["started_at"]
-    if session.first_start is None or start < session.first_start:
-        session.first_start = start
+    row["volume"] = _text(obj, "tapeVid")
+    row["drive"] = _text(obj, "tapeDrive") or _text(obj, "drive_name")
     if mounts:
+        session = sessions.hold(key)
+        session.first_start = _earliest(session.first_start, row["started_at"])
         out.skip()
+    elif row["volume"] is not None and row["drive"] is not None:
+        out.add(row, line.no)
+    else:
+        sessions.hold(key).files.append((line, row))
+
+
+def _file_key(obj: dict[str, Any]) -> Key:
+    host = _text(obj, "hostname") or ""
+    mount_id = _text(obj, "mountId")
+    if mount_id is not None:
+        return ("mountId", host, mount_id)
+    volume = _text(obj, "tapeVid")
+    if volume is not None:
+        return ("tape", host, volume)
+    thread = _thread_key(obj)
+    if thread is None:
+        raise FieldError('neither "mountId", "tapeVid" nor "pid" and "tid" to find its session')
+    return thread
+
+
+def _thread_key(obj: dict[str, Any]) -> Key | None:
+    pid, tid = _text(obj, "pid"), _text(obj, "tid")
+    if pid is None or tid is None:
+        return None
+    return ("thread", _text(obj, "hostname") or "", pid, tid)
 
 
 def _end_session(
     line: Line,
     obj: dict[str, Any],
-    sessions: dict[Key, _Session],
+    sessions: _Sessions,
     out: Collector,
     options: ParseOptions,
     *,
@@ -273,14 +405,30 @@ def _end_session(
     """Emit a finished session: its mount, or the transfers that waited for it.
 
     Reading transfers needs only the tape (and drive) of the session line; reading mounts needs
-    its times too, so each reading refuses the line only for what it uses.
+    its times too, so each reading refuses the line only for what it uses. A session the drive
+    handler reports twice (a crashed session: once with the kill, once as every session ends)
+    is one mount, the first report's.
     """
-    session = sessions.pop(_key(obj), _Session())
+    host, mount_id = _text(obj, "hostname") or "", _text(obj, "mountId")
+    volume = _text(obj, "tapeVid")
+    end = epoch_time("epoch_time", _number(obj, "epoch_time", required=True))
+    total = _seconds(obj, "totalTime")
+    start = None if total is None else before(end, total, "the session's start")
+    session = sessions.release(obj, end, start)
+    if volume is None and mount_id is None and _empty(session):
+        out.skip()  # a session that mounted nothing: no tape, no mount, nothing read
+        return
+    if mount_id is not None:
+        if (host, mount_id) in sessions.finished:
+            out.skip()
+            if not mounts:
+                yield from _attribute(session, volume, _text(obj, "tapeDrive"), out)
+            return
+        sessions.finished.add((host, mount_id))
     try:
-        volume = _text(obj, "tapeVid")
         if volume is None:
             raise FieldError('no "tapeVid"')
-        drive = _text(obj, "tapeDrive")
+        drive = _text(obj, "tapeDrive") or _text(obj, "drive_name")
         if mounts:
             out.add(_mount(obj, volume, drive, session, options.source), line.no)
             return
@@ -291,10 +439,19 @@ def _end_session(
                 out.reject(file_line, f"its session line {line.no} was refused")
         return
     out.skip()
+    yield from _attribute(session, volume, drive, out)
+
+
+def _attribute(
+    session: _Session, volume: str | None, drive: str | None, out: Collector
+) -> Iterator[Batch]:
     for file_line, row in session.files:
-        row["volume"] = volume
-        row["drive"] = drive
-        out.add(row, file_line.no)
+        row["volume"] = row["volume"] or volume
+        row["drive"] = row["drive"] or drive
+        if row["volume"] is None:
+            out.reject(file_line, "its session line names no tape")
+        else:
+            out.add(row, file_line.no)
         if out.full():
             yield out.flush()
 
@@ -307,16 +464,24 @@ def _mount(
     mount_s = _seconds(obj, "mountTime") or 0.0
     phases = [_seconds(obj, k) for k in ("positionTime", "unloadTime", "unmountTime")]
     what = "the session's start"
+    mounted_at: datetime | None = None
     if total is not None:
         started_at = before(ended_at, total, what)
+    elif session.opened_at is not None:
+        # A session reported without its times (killed with its process): it began with its
+        # tape thread's first line and was mounted when that thread said so.
+        started_at = whole_second(session.opened_at)
+        mounted_at = session.mounted_at
     elif session.first_start is not None:
         started_at = before(session.first_start, mount_s, what)
     else:
         started_at = before(ended_at, mount_s + sum(p for p in phases if p is not None), what)
+    if mounted_at is None:
+        mounted_at = whole_second(started_at + timedelta(seconds=mount_s))
     mount_type = _text(obj, "mountType")
     purpose = PURPOSES.get((mount_type or "").lower())
     if purpose is None:
-        purpose = "read" if session.files else "unknown"
+        purpose = "read" if session.first_start is not None or session.files else "unknown"
     unmount_s = phases[2] or 0.0
     status = session_status(obj)
     return {
@@ -324,7 +489,7 @@ def _mount(
         "volume": volume,
         "drive": drive,
         "requested_at": started_at,
-        "mounted_at": whole_second(started_at + timedelta(seconds=mount_s)),
+        "mounted_at": mounted_at,
         "dismounted_at": before(ended_at, unmount_s, "the dismount"),
         "purpose": purpose,
         "status": status,
@@ -403,16 +568,6 @@ def _transfer(obj: dict[str, Any], message: str, source: str) -> dict[str, Any]:
 def _error(obj: dict[str, Any], message: str) -> str:
     found = _text(obj, "errorMessage") or _text(obj, "exceptionMessage")
     return found or text("message", message)
-
-
-def _key(obj: dict[str, Any]) -> Key:
-    parts = []
-    for name in ("hostname", "pid", "tid"):
-        value = _text(obj, name)
-        if value is None:
-            raise FieldError(f'no "{name}"')
-        parts.append(value)
-    return parts[0], parts[1], parts[2]
 
 
 def _text(obj: dict[str, Any], name: str) -> str | None:

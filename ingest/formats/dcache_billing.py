@@ -5,8 +5,13 @@
 
 (one line per record; wrapped here). Layout (docs/formats/dcache-billing.md): date MM.dd, time,
 [cellType:cellName:type], [pnfsid,size], [path], storageClass@hsm, transferTime (ms), queuingTime
-(ms), {rc:"message"}. Lines carry no year: it comes from --year or the file name
-(billing-2021.11.02), and a month that goes backwards means the log crossed into the next year.
+(ms), {rc:"message"}. Lines carry no year (dCache prints the date as MM.dd): it comes from
+--year, else the date stamp of the file name (billing-2021.11.02), by the rule every year-less
+log shares (logfields.LogYears, docs/formats/README.md). dCache names a flat billing file after
+the day of its records and a file under yyyy/MM/ after the day it was written, so a record
+logged just before midnight on 31 December can sit in billing-2022.01.01: a line of a month
+later than the stamp's is of the year before (dCache/dcache,
+modules/dcache/src/main/java/org/dcache/services/billing/cells/BillingCell.java, logInfo).
 
 Choices:
 - dCache writes a billing record when the transfer ends, so started_at = the line's time minus
@@ -31,10 +36,9 @@ from tapelens.ingest.canonical import TRANSFERS
 from tapelens.ingest.formats.base import Batch, Line, ParseOptions
 from tapelens.ingest.formats.logfields import (
     FieldError,
-    YearTracker,
+    LogYears,
     before,
     clock,
-    first_year,
     integer,
     local_time,
     log_rows,
@@ -60,7 +64,7 @@ _REST = re.compile(
 
 def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     """Transfers of a billing file; other record types and blank lines are counted skips."""
-    years = YearTracker(first_year(path, options, "dCache billing"))
+    years = LogYears(path, options, "dCache billing")
     yield from log_rows(
         path,
         options,
@@ -69,9 +73,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     )
 
 
-def _record(
-    line: Line, years: YearTracker, source: str, zone: str = "UTC"
-) -> dict[str, Any] | None:
+def _record(line: Line, years: LogYears, source: str, zone: str = "UTC") -> dict[str, Any] | None:
     head = _HEAD.fullmatch(line.text.strip())
     if head is None:
         raise FieldError("not a billing record (MM.dd HH:MM:SS [cellType:cellName:type] ...)")

@@ -34,6 +34,10 @@ VERBATIM = {"path", "file_id", "error"}  # canonical text columns kept exactly a
 _INTEGER = re.compile(r"[-+]?[0-9]+")
 _CLOCK = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})")
 _YEAR_IN_NAME = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})(?![0-9])")
+# YYYYMMDD (a time may follow), YYYY-MM-DD or YYYY.MM.DD: the same separator twice, or none.
+_STAMP_IN_NAME = re.compile(
+    r"(?<![0-9])((?:19|20)[0-9]{2})([-.]?)(0[1-9]|1[0-2])\2(0[1-9]|[12][0-9]|3[01])"
+)
 
 
 class FieldError(ValueError):
@@ -210,39 +214,109 @@ def year_from_name(path: str | Path) -> int | None:
     return years.pop() if len(years) == 1 else None
 
 
+def name_stamp(path: str | Path) -> tuple[int, int] | None:
+    """(year, month) of the date stamp in a log's file name, if it has exactly one.
+
+    A stamp is YYYYMMDD (logrotate's dateext: cta-taped.log-20220331, pvl.log-20130105, perhaps
+    followed by the time: logfile01_201301052000), YYYY-MM-DD or YYYY.MM.DD (dCache's
+    billing-2021.11.02).
+    """
+    if str(path) == "-":
+        return None
+    found = {(int(y), int(m)) for y, _, m, _ in _STAMP_IN_NAME.findall(Path(str(path)).name)}
+    return found.pop() if len(found) == 1 else None
+
+
 def first_year(path: str | Path, options: ParseOptions, what: str) -> int:
-    """The year of a log's first line: --year, else the file name; neither is a ConfigError."""
+    """The year of a log's first line: --year, else a year in the file name; else ConfigError."""
     if options.year is not None:
         return options.year
     found = year_from_name(path) if str(path) != "-" else None
     if found is None:
-        raise ConfigError(
-            "--year",
-            f"--year and the file name {Path(str(path)).name!r}",
-            f"{what} lines carry no year; pass --year",
-        )
+        raise _no_year(path, what)
     return found
 
 
-class YearTracker:
-    """The year of each line of a log that writes only month and day.
+def _no_year(path: str | Path, what: str) -> ConfigError:
+    name = Path(str(path)).name if str(path) != "-" else "standard input"
+    return ConfigError(
+        "--year",
+        f"--year and the file name {name!r}",
+        f"{name}: {what} lines carry no year and the file name no date stamp"
+        " (YYYYMMDD, YYYY-MM-DD or YYYY.MM.DD); pass --year",
+    )
 
-    Lines are in time order, so a month smaller than the previous line's means the log crossed
-    a new year (12/31 -> 01/01).
+
+class LogYears:
+    """The year of each line of a log whose lines print only month and day.
+
+    One rule for every such log (docs/formats/README.md, "Logs without a year"):
+    - `--year` is the year of the first line, and the lines that follow keep it until the log
+      crosses a new year (YearTracker);
+    - else a date stamp in the file name: the log was named when it was closed (logrotate's
+      dateext, dCache's daily billing files), so a line of a month later than the stamp's is of
+      the year before (December's lines in a file stamped in January), every other line of the
+      stamp's year. Each line is dated on its own, so lines a little out of order (several
+      processes writing one log) cannot shift the year of the lines after them;
+    - else a year alone in the name (cta-taped-2024.log), as `--year`;
+    - else a ConfigError naming the file and `--year`, raised when the reader is made.
+    """
+
+    def __init__(self, path: str | Path, options: ParseOptions, what: str) -> None:
+        self.stamp: tuple[int, int] | None = None
+        self.tracker: YearTracker | None = None
+        if options.year is not None:
+            self.tracker = YearTracker(options.year)
+            return
+        self.stamp = name_stamp(path)
+        if self.stamp is None:
+            self.tracker = YearTracker(first_year(path, options, what))
+
+    def peek(self, month: int) -> int:
+        """The year of a line of `month` (not yet taken: see commit)."""
+        if self.stamp is not None:
+            year, stamp_month = self.stamp
+            return year - 1 if month > stamp_month else year
+        assert self.tracker is not None
+        return self.tracker.peek(month)
+
+    def commit(self, month: int) -> None:
+        """Take a line of `month` as read (after its date proved valid)."""
+        if self.tracker is not None:
+            self.tracker.commit(month)
+
+
+class YearTracker:
+    """The year of each line of a log that writes only month and day, from a first year.
+
+    Lines are in time order, so a month smaller than the latest line's means the log crossed a
+    new year (12/31 -> 01/01). One month back is not: several processes write to one log, and a
+    line stamped a moment before the month turned can follow one stamped after it. Such a line
+    keeps its own year (a December line just after the new year's first lines is of the old
+    year) and does not move the tracker.
     """
 
     def __init__(self, year: int) -> None:
         self.year = year
         self._month: int | None = None
+        self._crossed = False  # this log crossed into self.year
 
     def peek(self, month: int) -> int:
-        if self._month is not None and month < self._month:
+        last = self._month
+        if last is None or month == last or month == last - 1:
+            return self.year
+        if month < last:
             return self.year + 1
+        if self._crossed and last == 1 and month == 12:
+            return self.year - 1
         return self.year
 
     def commit(self, month: int) -> None:
-        self.year = self.peek(month)
-        self._month = month
+        year = self.peek(month)
+        if year > self.year:
+            self.year, self._month, self._crossed = year, month, True
+        elif year == self.year and (self._month is None or month > self._month):
+            self._month = month
 
 
 def csv_fields(line: str) -> list[str]:

@@ -1,8 +1,21 @@
-"""CTA tape daemon logs in CTA's key="value" syslog form, with sessions that fail or are aborted
-(tests/data/logs/cta-taped-2024.log, local times in Europe/Zurich)."""
+"""CTA tape daemon logs as CTA's logger writes them (cern-cta/CTA, common/log/Logger.cpp).
+
+- tests/data/logs/cta-taped-2024.log: key="value" lines with sessions that fail or are aborted,
+  file lines and their session line on one thread (local times in Europe/Zurich);
+- tests/data/logs/cta-taped.log-20230105: CTA 4 (2022) lines, ".%06lu" fractions, parameters
+  in context order; the file reads come from each session's tape thread (child process) and
+  "Tape session finished" from the drive handler (the parent, one pid and tid for every drive:
+  tapeserver/daemon/DriveHandler.cpp, tapeserver/castor/tape/tapeserver/daemon/
+  TapeReadSingleThread.cpp, TapeReadTask.hpp, DataTransferSession.cpp at that time); rotated
+  by logrotate after New Year, December's lines are of the year before the stamp;
+- tests/data/logs/cta-taped-5.jsonl and cta-taped.log-2026-04-11: CTA 5 (2026) JSON and
+  key="value" lines, nine-digit fractions, static parameters (drive_name, instance,
+  sched_backend) and parameters in name order; a crashed session reported twice by the drive
+  handler (taped/daemon/DriveHandler.cpp, processSigChild)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,7 +75,8 @@ def test_file_reads_take_their_sessions_tape() -> None:
     )
     # 13:21:40.75 in Zurich, minus the read's 28.75 s
     assert first["started_at"] == datetime(2024, 6, 2, 11, 21, 12, tzinfo=UTC)
-    assert by_file["4211191"]["path"] == '/eos/ctaatlas/data24/run "481"/f002.raw'
+    # CTA writes a double quote of a value as a single quote and escapes nothing
+    assert by_file["4211191"]["path"] == "/eos/ctaatlas/data24/run '481'/f002.raw"
     error = by_file["4300001"]
     assert (error["status"], error["error"], error["volume"]) == (
         "failed",
@@ -103,3 +117,113 @@ def test_failed_sessions_load_and_count(dsn: str) -> None:
             "select status, count(*) from tapelens.mounts group by status order by status"
         ).fetchall()
     assert found == [("aborted", 1), ("complete", 3), ("failed", 1)]
+
+
+ROTATED = LOG.parent / "cta-taped.log-20230105"
+JSON5 = LOG.parent / "cta-taped-5.jsonl"
+KV5 = LOG.parent / "cta-taped.log-2026-04-11"
+
+
+def test_reads_find_their_session_by_its_context_not_its_thread() -> None:
+    """Two drives' sessions at once on one host; every session line from the drive handler's
+    pid and tid, no read from it: each read takes the tape and drive of its mountId."""
+    reads, rejects, _ = rows_of(cta_taped.parse, ROTATED, ZURICH)
+    assert rejects == {}
+    got = {r["file_id"]: (r["volume"], r["drive"], r["position"], r["line_no"]) for r in reads}
+    assert got == {
+        "4801234": ("L80411", "IBM460-LTO8-11", 812, 4),
+        "4801240": ("L80411", "IBM460-LTO8-11", 813, 5),
+        "4805511": ("L80977", "IBM460-LTO8-12", 3, 7),
+        "4900017": ("L81502", "IBM460-LTO8-11", 1, 11),
+        "4901202": ("L81777", "IBM460-LTO8-12", 2, 14),
+    }
+    # 21:15:20.771320 in Zurich (UTC+1) minus totalTime 29.3692 s
+    first = next(r for r in reads if r["file_id"] == "4801234")
+    assert first["started_at"] == datetime(2022, 12, 30, 20, 14, 51, tzinfo=UTC)
+
+
+def test_thread_pairing_alone_would_refuse_every_read(tmp_path: Path) -> None:
+    """The same log without the session context on its file lines: nothing but pid and tid
+    is left, and the session lines come from another process."""
+    bare = tmp_path / ROTATED.name
+    lines = ROTATED.read_text().splitlines(keepends=True)
+    bare.write_text(
+        "".join(
+            re.sub(r' (tapeVid|mountId)="[^"]*"', "", ln) if cta_taped.READ_OK in ln else ln
+            for ln in lines
+        )
+    )
+    reads, rejects, _ = rows_of(cta_taped.parse, bare, ZURICH)
+    assert reads == [] and sorted(rejects) == [4, 5, 7, 11, 14]
+    assert rejects[7] == (
+        'no "Tape session finished" line follows for hostname "tpsrv102", pid 11044, tid 11061'
+    )
+
+
+def test_sessions_of_a_log_rotated_after_new_year() -> None:
+    mounts, rejects, skipped = rows_of(cta_taped.parse_mounts, ROTATED, ZURICH)
+    assert rejects == {}
+    by_volume = {m["volume"]: m for m in mounts}
+    assert set(by_volume) == {"L80411", "L80977", "L81502", "L81777"}
+    a = by_volume["L80411"]
+    # 21:19:42.53 in Zurich (UTC+1) minus totalTime 340.411 s; mounted 49.2838 s later;
+    # dismounted unmountTime 12.2209 s before the end
+    assert (a["requested_at"], a["mounted_at"], a["dismounted_at"]) == (
+        datetime(2022, 12, 30, 20, 14, 2, tzinfo=UTC),
+        datetime(2022, 12, 30, 20, 14, 51, tzinfo=UTC),
+        datetime(2022, 12, 30, 20, 19, 30, tzinfo=UTC),
+    )
+    assert by_volume["L81502"]["requested_at"] == datetime(2023, 1, 4, 9, 2, 11, tzinfo=UTC)
+    killed = by_volume["L81777"]
+    # killed with its process: no times in the session line; the session began with its tape
+    # thread's first line and ended when the drive handler reported it
+    assert (killed["status"], killed["requested_at"], killed["dismounted_at"]) == (
+        "aborted",
+        datetime(2023, 1, 4, 10, 30, 5, tzinfo=UTC),
+        datetime(2023, 1, 4, 10, 52, 48, tzinfo=UTC),
+    )
+    # the systemd line, the session starts, the mount line, the file lines, and the session
+    # line of a child that mounted nothing
+    assert skipped == 12
+
+
+@pytest.mark.parametrize("path", [JSON5, KV5], ids=["json", "key-value"])
+def test_cta5_lines_and_a_crash_reported_twice(path: Path) -> None:
+    options = ParseOptions(source="cta", timezone="Europe/Zurich")
+    reads, rejects, _ = rows_of(cta_taped.parse, path, options)
+    assert rejects == {}
+    assert [(r["file_id"], r["volume"], r["drive"]) for r in reads] == [
+        ("7700001", "L90112", "IBM355-LTO9-03"),
+        ("7700002", "L90112", "IBM355-LTO9-03"),
+        ("7800001", "L90230", "IBM355-LTO9-04"),
+    ]
+    mounts, rejects, _ = rows_of(cta_taped.parse_mounts, path, options)
+    assert rejects == {}
+    assert [(m["volume"], m["status"], m["line_no"]) for m in mounts] == [
+        ("L90112", "complete", 6),
+        ("L90230", "aborted", 8),
+    ]
+    crashed = mounts[1]
+    assert (crashed["requested_at"], crashed["dismounted_at"]) == (
+        datetime(2026, 4, 10, 7, 2, tzinfo=UTC),
+        datetime(2026, 4, 10, 7, 6, 40, tzinfo=UTC),
+    )
+
+
+def test_both_cta5_forms_load_the_same_rows(dsn: str) -> None:
+    options = ParseOptions(source="cta", timezone="Europe/Zurich")
+    for path in (JSON5, KV5):
+        result = ingest_file(dsn, lookup("transfers", "cta-taped"), path, options)
+        assert (result.rows, result.rejects) == (3, 0)
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "select file_id, volume, drive, count(*) from tapelens.transfers"
+            " where source = 'cta' and volume in ('L90112', 'L90230')"
+            " group by file_id, volume, drive order by file_id"
+        ).fetchall()
+    # the two forms of one log give the same transfers: the second load adds none
+    assert found == [
+        ("7700001", "L90112", "IBM355-LTO9-03", 1),
+        ("7700002", "L90112", "IBM355-LTO9-03", 1),
+        ("7800001", "L90230", "IBM355-LTO9-04", 1),
+    ]

@@ -1,5 +1,10 @@
 """HPSS PVL logs as sites keep them: rotated files named by date, a mount split across files,
-files loaded in any order or in separate ingests (tests/data/logs/pvl-rotated/)."""
+files loaded in any order or in separate ingests (tests/data/logs/pvl-rotated/), and a rotation
+that cuts mounts in the middle, in the PVL's own line shapes (tests/data/logs/pvl-midmount/:
+each call logged as it enters, PVLS0001, and as it returns, PVLS0002, with the same fields; a
+completion retried on another drive; PVR and STK lines between) as published with HPSS PVL
+traces and their parsers (maesker/RoboticTapeLibrary, src/TraceAnalyser/whpss/db/
+events_pattern.anydb)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import pytest
 from tapelens.errors import ConfigError
 from tapelens.ingest.formats import hpss_pvl, lookup
 from tapelens.ingest.formats.base import ParseOptions
+from tapelens.ingest.formats.logfields import name_stamp
 from tapelens.ingest.load import ingest_file, ingest_files
 
 DIR = Path(__file__).parent.parent / "data" / "logs" / "pvl-rotated"
@@ -44,14 +50,16 @@ def mounts(dsn: str) -> set[tuple[object, ...]]:
 
 def reset(dsn: str) -> None:
     with psycopg.connect(dsn) as conn:
-        conn.execute("truncate tapelens.mounts, tapelens.ingest_runs cascade")
+        conn.execute(
+            "truncate tapelens.mounts, tapelens.mount_pieces, tapelens.ingest_runs cascade"
+        )
 
 
 def test_the_year_comes_from_the_date_stamp_of_the_name() -> None:
-    assert hpss_pvl.stamp_of("logfile01_201301052000") == (2013, 1)
-    assert hpss_pvl.stamp_of("20130313_000000.log") == (2013, 3)
-    assert hpss_pvl.stamp_of("pvl.log-20130105") == (2013, 1)
-    assert hpss_pvl.stamp_of("pvl.log") is None
+    assert name_stamp("logfile01_201301052000") == (2013, 1)
+    assert name_stamp("20130313_000000.log") == (2013, 3)
+    assert name_stamp("pvl.log-20130105") == (2013, 1)
+    assert name_stamp("pvl.log") is None
     # stamped in January, holding December's lines: those are of the year before
     batches = list(hpss_pvl.parse(DIR / "logfile01_201301052000", options=OPTS))
     (row,) = [r for b in batches for r in b.frame.iter_rows(named=True)]
@@ -102,3 +110,103 @@ def test_a_mount_left_open_is_completed_by_a_later_ingest(dsn: str) -> None:
     # loading them again changes nothing
     assert {r.status for r in ingest_files(dsn, FMT, ROTATED, OPTS)} == {"unchanged"}
     assert mounts(dsn) == EXPECTED
+
+
+MID = Path(__file__).parent.parent / "data" / "logs" / "pvl-midmount"
+CUT = [MID / "pvl.log-20130313", MID / "pvl.log-20130314"]
+WHOLE = {
+    (
+        "MS0362",
+        "4007",
+        t(3, 12, "23:05:51"),
+        t(3, 12, "23:05:59"),
+        t(3, 12, "23:23:32"),
+        "complete",
+    ),
+    # completed on 101113, unreadable there, completed again by the same job on 101102
+    (
+        "JD0412",
+        "101102",
+        t(3, 12, "23:10:00"),
+        t(3, 12, "23:12:40"),
+        t(3, 12, "23:30:00"),
+        "complete",
+    ),
+    # completion entered in the first file, returned in the second, dismounted there
+    (
+        "WB1879",
+        "102108",
+        t(3, 12, "23:40:10"),
+        t(3, 12, "23:42:36"),
+        t(3, 13, "00:43:57"),
+        "complete",
+    ),
+    # requested in the first file, mounted and dismounted in the second
+    (
+        "CB6324",
+        "101113",
+        t(3, 12, "23:55:00"),
+        t(3, 13, "00:01:22"),
+        t(3, 13, "01:10:00"),
+        "complete",
+    ),
+}
+
+
+def pieces(dsn: str) -> set[tuple[object, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return set(conn.execute("select volume, kind, at from tapelens.mount_pieces").fetchall())
+
+
+def rows(path: Path) -> list[dict[str, object]]:
+    return [r for b in hpss_pvl.parse(path, options=OPTS) for r in b.frame.iter_rows(named=True)]
+
+
+def test_a_file_that_starts_mid_mount_ends_the_mount_at_its_dismount() -> None:
+    got = {r["volume"]: r for r in rows(CUT[1])}
+    # the completion's Entering line is in the file before: its Exiting line mounts it
+    wb = got["WB1879"]
+    assert (wb["mounted_at"], wb["dismounted_at"], wb["drive"], wb["status"]) == (
+        t(3, 12, "23:42:38"),
+        t(3, 13, "00:43:57"),
+        "102108",
+        "no_request",
+    )
+    assert got["CB6324"]["status"] == "no_request"
+
+
+def test_a_file_that_ends_mid_mount_leaves_a_request_that_is_no_mount() -> None:
+    got = {r["volume"]: r for r in rows(CUT[0])}
+    assert got["WB1879"]["status"] == "no_dismount"
+    assert got["JD0412"]["drive"] == "101102"
+    request = got["CB6324"]
+    assert (request["status"], request["requested_at"], request["dismounted_at"]) == (
+        "no_mount",
+        t(3, 12, "23:55:00"),
+        None,
+    )
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["in-order", "reversed"])
+def test_a_rotation_cut_mid_mount_loads_one_mount_per_mount(
+    dsn: str, order: tuple[int, int]
+) -> None:
+    reset(dsn)
+    first, second = (CUT[i] for i in order)
+    ingest_file(dsn, FMT, first, OPTS)
+    alone = mounts(dsn)
+    assert not any(m[5] == "no_mount" for m in alone)  # a request is not a mount
+    ingest_file(dsn, FMT, second, OPTS)
+    assert mounts(dsn) == WHOLE
+    assert pieces(dsn) == set()
+    # loading either again changes nothing
+    for path in CUT:
+        assert ingest_file(dsn, FMT, path, OPTS).status == "unchanged"
+    assert mounts(dsn) == WHOLE
+
+
+def test_a_request_never_mounted_stays_a_piece(dsn: str) -> None:
+    reset(dsn)
+    ingest_file(dsn, FMT, CUT[0], OPTS)
+    assert pieces(dsn) == {("CB6324", "request", t(3, 12, "23:55:00"))}
+    assert {m[0] for m in mounts(dsn)} == {"MS0362", "JD0412", "WB1879"}
