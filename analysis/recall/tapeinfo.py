@@ -47,7 +47,7 @@ import polars as pl
 from tapelens.analysis.recall.baselines import newest_copies
 from tapelens.analysis.recall.read_order import in_read_order
 from tapelens.analysis.throughput.model import ModelParams
-from tapelens.errors import InputError
+from tapelens.errors import InputError, ParseError
 
 FORMATS = ("json", "csv")
 KB = 1000
@@ -106,13 +106,13 @@ def left_out_summary(left_out: pl.DataFrame) -> str:
     return f"{left_out.height:,} files left out ({why})"
 
 
-def write_left_out(left_out: pl.DataFrame, target: Path) -> Path | None:
-    """The files an export left out, with the cause, as CSV; nothing (and an older list
-    removed) when none was."""
+def write_left_out(left_out: pl.DataFrame, target: Path, by: str = "path") -> Path | None:
+    """What an export left out (files, or refused lines), with the cause, as CSV sorted `by`;
+    nothing (and an older list removed) when nothing was."""
     if left_out.height == 0:
         target.unlink(missing_ok=True)
         return None
-    left_out.sort("path").write_csv(target)
+    left_out.sort(by).write_csv(target)
     return target
 
 
@@ -229,37 +229,56 @@ def canonical_pnfsid(text: str) -> str | None:
     return text if len(text) in (24, 36) else None
 
 
-def read_pnfsid_map(path: Path) -> pl.DataFrame:
-    """A site's path -> pnfsid list (path, pnfsid): CSV with a header naming the columns `path`
-    and `pnfsid` (or Chimera's `ipnfsid`), as `psql --csv` prints a select of Chimera's
-    t_inodes; other columns are ignored."""
+REFUSED_SCHEMA = {"line": pl.Int64, "text": pl.String, "reason": pl.String}
+
+
+def read_pnfsid_map(path: Path, strict: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A site's path -> pnfsid list: (path, pnfsid) and the lines refused (line, text, reason).
+
+    CSV with a header naming the columns `path` and `pnfsid` (or Chimera's `ipnfsid`), as `psql
+    --csv` prints a select of Chimera's t_inodes; other columns are ignored. A line without a
+    pnfsid, or repeating a path, is refused alone (`strict`: the first one stops the read)."""
+    paths: list[str] = []
+    ids: list[str] = []
+    refused: list[tuple[int, str, str]] = []
+    seen: set[str] = set()
     try:
         with path.open(newline="") as stream:
             reader = csv.reader(stream)
             header = next(reader, None)
             if header is None:
-                raise InputError(f"{path}:1: empty; expected a header with path and pnfsid")
+                raise ParseError(path, 1, "empty; expected a header naming path and pnfsid")
             names = [h.strip().lower() for h in header]
             id_name = "pnfsid" if "pnfsid" in names else "ipnfsid"
             if "path" not in names or id_name not in names:
-                raise InputError(
-                    f"{path}:1: expected a header naming the columns path and pnfsid (or"
-                    f" ipnfsid), got {','.join(header)!r}"
+                raise ParseError(
+                    path,
+                    1,
+                    "expected a header naming the columns path and pnfsid (or ipnfsid), got"
+                    f" {','.join(header)!r}",
                 )
             at_path, at_id = names.index("path"), names.index(id_name)
-            paths: list[str] = []
-            ids: list[str] = []
-            for line_no, row in enumerate(reader, start=2):
+            ended = reader.line_num
+            for row in reader:
+                # A quoted field may hold line breaks: a record is numbered by its first line.
+                line_no, ended = ended + 1, reader.line_num
                 if not row:
                     continue
-                if len(row) <= max(at_path, at_id):
-                    raise InputError(f"{path}:{line_no}: expected {len(header)} columns")
-                pnfsid = canonical_pnfsid(row[at_id])
-                if pnfsid is None:
-                    raise InputError(
-                        f"{path}:{line_no}: expected a pnfsid of 24 or 36 hex digits, got"
-                        f" {row[at_id]!r}"
-                    )
+                short = len(row) <= max(at_path, at_id)
+                pnfsid = None if short else canonical_pnfsid(row[at_id])
+                reason = ""
+                if short:
+                    reason = f"expected {len(header)} columns, got {len(row)}"
+                elif pnfsid is None:
+                    reason = f"expected a pnfsid of 24 or 36 hex digits, got {row[at_id]!r}"
+                elif row[at_path] in seen:
+                    reason = f"the path {row[at_path]!r} is listed before"
+                if reason or pnfsid is None:
+                    if strict:
+                        raise ParseError(path, line_no, reason)
+                    refused.append((line_no, ",".join(row), reason))
+                    continue
+                seen.add(row[at_path])
                 paths.append(row[at_path])
                 ids.append(pnfsid)
     except OSError as exc:
@@ -269,10 +288,7 @@ def read_pnfsid_map(path: Path) -> pl.DataFrame:
     frame = pl.DataFrame(
         {"path": paths, "pnfsid": ids}, schema={"path": pl.String, "pnfsid": pl.String}
     )
-    if frame["path"].is_duplicated().any():
-        twice = frame.filter(pl.col("path").is_duplicated())["path"][0]
-        raise InputError(f"{path}: the path {twice!r} is listed twice")
-    return frame
+    return frame, pl.DataFrame(refused, schema=REFUSED_SCHEMA, orient="row")
 
 
 def endit_hints(

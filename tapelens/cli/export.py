@@ -142,6 +142,11 @@ def dcache_tapeinfo(
     " Spectrum Protect catalog of what ENDIT archived.",
 )
 @path_map_option
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Stop at the first bad line of --pnfsid-map (default: refuse it alone and list it).",
+)
 @order_option
 @pass_app
 def endit(
@@ -150,6 +155,7 @@ def endit(
     requests_file: str | None,
     pnfsid_map: str | None,
     path_map: tuple[str, ...],
+    strict: bool,
     read_order: str,
 ) -> None:
     """ENDIT's tape hint file, which lets its retriever read from several tapes at once: per
@@ -158,7 +164,8 @@ def endit(
     the copy a tape system recalls. The pnfsid is the catalog's file name (what ENDIT archived)
     or the one --pnfsid-map lists for the file's dCache path (--path-map rewrites the catalog's
     paths to those); files without one are left out, counted on stderr and listed in
-    NAME.left-out.csv beside the hint file, and none with one is refused. Written on one line,
+    NAME.left-out.csv beside the hint file, and none with one is refused; a bad line of the map
+    is refused alone and listed in NAME.pnfsid-map-refused.csv. Written on one line,
     aside and renamed, so ENDIT never reads half a file. With --order rao (and --requests),
     order is the requested files' recommended access order on each volume.
 
@@ -173,12 +180,23 @@ def endit(
     if path_map and not pnfsid_map:
         raise click.UsageError("--path-map maps paths to a --pnfsid-map's: give --pnfsid-map FILE")
     mapping = parse_path_map(path_map)
-    pnfsids = read_pnfsid_map(Path(pnfsid_map)) if pnfsid_map else None
+    target = Path(output)
+    pnfsids = None
+    if pnfsid_map:
+        pnfsids, refused = read_pnfsid_map(Path(pnfsid_map), strict)
+        listed = target.with_name(f"{target.stem}.pnfsid-map-refused.csv")
+        if write_left_out(refused, listed, "line") is not None:
+            line, _, reason = refused.row(0)
+            click.echo(
+                f"{refused.height:,} lines of {pnfsid_map} refused (first {pnfsid_map}:{line}:"
+                f" {reason}): {listed}",
+                err=True,
+            )
     with connection(app.dsn()) as conn:
         copies = _recallable(conn, requests_file)
         params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     hints, left_out = endit_hints(copies, read_order, params, pnfsids, mapping)
-    target = write_endit_hints(hints, Path(output))
+    write_endit_hints(hints, target)
     volumes = len({h["volid"] for h in hints.values()})
     click.echo(f"wrote {target}: {len(hints):,} files on {volumes:,} volumes", err=True)
     _report_left_out(left_out, target.with_name(f"{target.stem}.left-out.csv"))

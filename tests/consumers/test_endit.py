@@ -98,12 +98,20 @@ def test_a_catalog_of_paths_is_keyed_through_the_sites_pnfsid_map(dsn: str, tmp_
     assert "pnfsid" in refused.stderr and "--pnfsid-map FILE" in refused.stderr
     assert not hint_file.exists()
 
-    chimera = DATA / "chimera-paths.csv"
+    # The site's dump with one broken line: refused alone, the rest used.
+    chimera = tmp_path / "chimera.csv"
+    chimera.write_text((DATA / "chimera-paths.csv").read_text() + "/pnfs/example.org/x,zz\n")
     exported = run(
         "--dsn", dsn, "export", "endit-hints", "-o", str(hint_file), "--pnfsid-map", str(chimera),
         "--path-map", "/hpss/atlas=/pnfs/example.org/data/atlas",
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
+    refused_lines = tmp_path / "NODE.pnfsid-map-refused.csv"
+    assert (
+        f"1 lines of {chimera} refused (first {chimera}:6: expected a pnfsid of 24 or 36 hex"
+        f" digits, got 'zz'): {refused_lines}" in exported.stderr
+    )
+    assert pl.read_csv(refused_lines)["line"].to_list() == [6]
     left_out = tmp_path / "NODE.left-out.csv"
     assert (
         f"2 files left out (1 no --path-map prefix matched, 1 not in the pnfsid map): {left_out}"
@@ -113,7 +121,7 @@ def test_a_catalog_of_paths_is_keyed_through_the_sites_pnfsid_map(dsn: str, tmp_
         "/hpss/atlas/user/not-in-chimera.root",
         "/hpss/cms/elsewhere.root",
     ]
-    pnfsid_of = dict(pl.read_csv(chimera).rows())
+    pnfsid_of = dict(pl.read_csv(DATA / "chimera-paths.csv").rows())
     with psycopg.connect(dsn) as conn:
         expected = {
             pnfsid_of[path.replace("/hpss/atlas", "/pnfs/example.org/data/atlas")]: volume

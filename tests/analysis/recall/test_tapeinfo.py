@@ -25,7 +25,7 @@ from tapelens.analysis.recall.tapeinfo import (
 )
 from tapelens.analysis.throughput.model import default_params
 from tapelens.cli import cli
-from tapelens.errors import InputError
+from tapelens.errors import InputError, ParseError
 from tests.fixtures.cli import run
 
 T0 = datetime(2022, 1, 1, tzinfo=UTC)
@@ -161,18 +161,40 @@ def test_endit_hints_are_keyed_by_pnfsid() -> None:
 
 def test_the_pnfsid_map_is_read_as_psql_prints_chimera(tmp_path: Path) -> None:
     # `psql --csv -c "select inumber2path(inumber) as path, ipnfsid from t_inodes ..."`: a
-    # header, quoted fields where a path holds a comma (dCache/dcache, modules/chimera/
-    # src/main/resources/org/dcache/chimera/changelog/changeset-2.15.xml defines inumber2path).
+    # header, quoted fields where a path holds a comma or a line break (dCache/dcache,
+    # modules/chimera/src/main/resources/org/dcache/chimera/changelog/changeset-2.15.xml
+    # defines inumber2path). A short PNFS id is padded as dCache's PnfsId pads it.
     good = tmp_path / "chimera.csv"
-    good.write_text(f'path,ipnfsid\n"/pnfs/e/a,b",{PNFSIDS[0]}\n/pnfs/e/c,{PNFSIDS[1]}\n')
-    assert read_pnfsid_map(good).rows() == [("/pnfs/e/a,b", PNFSIDS[0]), ("/pnfs/e/c", PNFSIDS[1])]
+    good.write_text(
+        f'path,ipnfsid\n"/pnfs/e/a,b",{PNFSIDS[0]}\n"/pnfs/e/new\nline",{PNFSIDS[1].lower()}\n'
+        "/pnfs/e/old,1A2B\n"
+    )
+    frame, refused = read_pnfsid_map(good)
+    assert frame.rows() == [
+        ("/pnfs/e/a,b", PNFSIDS[0]),
+        ("/pnfs/e/new\nline", PNFSIDS[1]),
+        ("/pnfs/e/old", "00000000000000000000" + "1A2B"),
+    ]
+    assert refused.height == 0
+    # A bad line is refused alone, its line number and reason kept; --strict stops at it.
     bad = tmp_path / "bad.csv"
-    bad.write_text(f"path,ipnfsid\n/pnfs/e/a,{PNFSIDS[0]}\n/pnfs/e/c,not-hex\n")
-    with pytest.raises(InputError, match=r"bad.csv:3: expected a pnfsid of 24 or 36 hex digits"):
-        read_pnfsid_map(bad)
+    bad.write_text(
+        f"path,ipnfsid\n/pnfs/e/a,{PNFSIDS[0]}\n/pnfs/e/c,not-hex\n/pnfs/e/a,{PNFSIDS[1]}\n"
+        '"/pnfs/e/two\nlines"\n/pnfs/e/d\n'
+    )
+    frame, refused = read_pnfsid_map(bad)
+    assert frame.rows() == [("/pnfs/e/a", PNFSIDS[0])]
+    assert refused.rows() == [
+        (3, "/pnfs/e/c,not-hex", "expected a pnfsid of 24 or 36 hex digits, got 'not-hex'"),
+        (4, f"/pnfs/e/a,{PNFSIDS[1]}", "the path '/pnfs/e/a' is listed before"),
+        (5, "/pnfs/e/two\nlines", "expected 2 columns, got 1"),
+        (7, "/pnfs/e/d", "expected 2 columns, got 1"),
+    ]
+    with pytest.raises(ParseError, match=r"bad.csv:3: expected a pnfsid of 24 or 36 hex digits"):
+        read_pnfsid_map(bad, strict=True)
     headless = tmp_path / "headless.csv"
     headless.write_text(f"/pnfs/e/a,{PNFSIDS[0]}\n")
-    with pytest.raises(InputError, match=r"headless.csv:1: expected a header naming"):
+    with pytest.raises(ParseError, match=r"headless.csv:1: expected a header naming"):
         read_pnfsid_map(headless)
 
 
