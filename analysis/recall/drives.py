@@ -9,13 +9,15 @@ from __future__ import annotations
 import re
 
 from tapelens.errors import InputError
-from tapelens.media import BY_NAME, normalise_drive_type
+from tapelens.media import BY_NAME, DRIVE_TYPES, normalise_drive_type
 
 _DRIVE_ITEM = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9 ._-]*?)\s*[:=]\s*(\d+)\s*$")
 
 
 def parse_drives(spec: str) -> dict[str, int]:
-    """'LTO8:6,LTO7:4' -> {'LTO-8': 6, 'LTO-7': 4}; a type given twice adds up."""
+    """'LTO8:6,LTO7:4' -> {'LTO-8': 6, 'LTO-7': 4}; a type given twice adds up. A drive type
+    the media catalog does not know (LT07 for LTO7, LTO10) is an error naming the known ones:
+    a plan on drives that read nothing would call every file unavailable."""
     drives: dict[str, int] = {}
     for item in spec.split(","):
         if not item.strip():
@@ -26,6 +28,10 @@ def parse_drives(spec: str) -> dict[str, int]:
                 f"--drives: expected TYPE:COUNT items like LTO8:6, got {item.strip()!r}"
             )
         name = normalise_drive_type(match[1])
+        if name not in DRIVE_TYPES:
+            raise InputError(
+                f"--drives: unknown drive type {match[1]!r} (known: {', '.join(DRIVE_TYPES)})"
+            )
         drives[name] = drives.get(name, 0) + int(match[2])
     if not drives or not any(drives.values()):
         raise InputError(f"--drives: no drives in {spec!r} (expected e.g. LTO8:6,LTO7:4)")

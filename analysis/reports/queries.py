@@ -22,7 +22,7 @@ GROUPINGS = {
     "tapes": ("dataset", "type"),
     "occupancy": ("tape", "media"),
     "rates": ("gap", "type", "tape", "period", "size"),
-    "hints": ("coverage", "groups", "level"),
+    "hints": ("coverage", "groups", "level", "recall"),
 }
 DEFAULT_BY = {
     "gaps": "type",
@@ -243,7 +243,8 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
 
 def hints_query(by: str, f: ReportFilter) -> tuple[str, list]:
     """Collocation hints: their coverage by experiment, activity and month; each hint group
-    at each level; or per level, how well its groups sit on tape today."""
+    at each level; per level, how well its groups sit on tape today, or how much of what each
+    recall campaign read falls in one of its groups."""
     if f.dataset_type:
         raise InputError("report hints has no dataset type: hint groups are named by level")
     if by == "coverage":
@@ -260,6 +261,18 @@ def hints_query(by: str, f: ReportFilter) -> tuple[str, list]:
             f" empty_bytes::bigint as empty_bytes, truncated_files::bigint as truncated_files,"
             f" files_on_tape::bigint as files_on_tape"
             f" from {M}.fct_hint_coverage{where} order by experiment, activity, month",
+            params,
+        )
+    if by == "recall":
+        # Of the hinted files each campaign recalled, the share its largest group holds,
+        # pooled per level: the level whose groups are what campaigns ask for scores near 1.
+        where, params = _where(f, "campaign_start")
+        return (
+            f"select level, count(*)::bigint as campaigns,"
+            f" sum(hinted_files)::bigint as hinted_files,"
+            f" (sum(top_group_files)::float8 / nullif(sum(hinted_files), 0)) as top_group_share,"
+            f" avg(groups)::float8 as mean_groups, sum(files_recalled)::bigint as files_recalled"
+            f" from {M}.fct_hint_recall_groups{where} group by level order by level",
             params,
         )
     where, params = _where(f, "last_written_at")
@@ -299,13 +312,14 @@ QUERIES = {
 }
 
 
-# The count each grouping's rows rest on: --min-files leaves out the groups with fewer, so that
-# a dataset of one file cannot top a ranking.
+# The count each grouping's figures rest on: --min-files leaves out the groups with fewer, so that
+# a dataset of one gap cannot top a ranking. A gap ranking rests on its read-through gap samples
+# (n), not on its files: the first file on each tape and aggregate members give no gap.
 COUNT_COLUMN: dict[tuple[str, str], str] = {
     ("gaps", "type"): "n",
     ("gaps", "period"): "n",
-    ("gaps", "dataset"): "files",
-    ("gaps", "tape"): "files",
+    ("gaps", "dataset"): "n",
+    ("gaps", "tape"): "n",
     ("duplicates", "file"): "copies",
     ("duplicates", "dataset"): "duplicated_files",
     ("duplicates", "tape"): "duplicated_files",
@@ -321,6 +335,18 @@ COUNT_COLUMN: dict[tuple[str, str], str] = {
     ("hints", "coverage"): "files",
     ("hints", "groups"): "files",
     ("hints", "level"): "groups",
+    ("hints", "recall"): "campaigns",
+}
+
+
+# The columns that decide each table: what it is ranked by and what that rests on. A table
+# fitted to a terminal never leaves them out.
+DECIDES: dict[str, tuple[str, ...]] = {
+    "gaps": ("wasted_drive_s", "mu", "n"),
+    "duplicates": ("copies", "duplicated_files", "extra_mounts"),
+    "tapes": ("tapes_used", "tapes_needed", "excess_tapes"),
+    "occupancy": ("occupancy", "mean_occupancy"),
+    "rates": ("reads", "median_rate_mb_s", "aggregate_rate_mb_s"),
 }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 import click
 import polars as pl
 import psycopg
+from psycopg import sql
 
 from tapelens.analysis.recall.read_order import ORDERS
 from tapelens.db import connection
@@ -81,22 +83,6 @@ class App:
 pass_app = click.make_pass_decorator(App)
 
 
-def drives_for(
-    drives: dict[str, int], files: pl.DataFrame, readers: Mapping[str, tuple[str, ...]]
-) -> dict[str, int]:
-    """The drives a command uses: those given or listed in tapelens.drives, else (said on
-    stderr) one drive of the first type that reads each media type present in `files`."""
-    if drives:
-        return drives
-    assumed: dict[str, int] = {}
-    for media in files["media_type"].unique().drop_nulls().to_list():
-        for drive_type in readers.get(media, ())[:1]:
-            assumed[drive_type] = 1
-    spec = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
-    click.echo(f"no --drives and no drives in tapelens.drives: assuming {spec}", err=True)
-    return assumed
-
-
 # One vocabulary: the same option name for the same thing in every command. A former spelling
 # still works, hidden from --help, through an alias that hands its value to the option it names.
 def _alias(target: str) -> Callable[[click.Context, click.Parameter, object], object]:
@@ -125,6 +111,18 @@ def hidden_alias(name: str, target: str, **kw: Any) -> Callable[[F], F]:
     return click.option(
         name, f"{target}__alias", hidden=True, expose_value=False, callback=_alias(target), **kw
     )
+
+
+class AliasedChoice(click.Choice):
+    """A choice whose former values (`datasets` for `dataset`) are still understood, shown
+    only in their one spelling."""
+
+    def __init__(self, choices: Sequence[str], former: Mapping[str, str]) -> None:
+        super().__init__(list(choices))
+        self.former = dict(former)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(self.former.get(value, value), param, ctx)
 
 
 def dataset_type_option(fn: F) -> F:
@@ -171,23 +169,104 @@ def _media_name(value: object) -> str | None:
 
 
 def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str, int]:
-    """The drives a command was given (--drives), else the online drives of the inventory;
-    none at all is an error that says how to give them."""
+    """The drives every command that plans or predicts reads uses: --drives (each type checked
+    against the media catalog), else the online drives of the inventory, else one drive of the
+    oldest generation that reads each media type the site's tapes hold, said on stderr. A site
+    with no tape of known media type and no drives is an error that says how to give them."""
     from tapelens.analysis.recall.drives import parse_drives
     from tapelens.analysis.throughput.inputs import read_drives
 
     if spec:
         return parse_drives(spec)
     listed = read_drives(conn)
-    if not listed:
+    if listed:
+        return listed
+    media = [
+        str(row[0])
+        for row in conn.execute(
+            "select distinct media_type from tapelens.tapes where media_type is not null"
+        ).fetchall()
+    ]
+    assumed: dict[str, int] = {}
+    for name in sorted(media):
+        if name in MEDIA:
+            assumed[MEDIA[name].readable_by[0]] = 1
+    if not assumed:
         raise InputError(
             "no drives: give --drives SPEC (e.g. LTO8:6,LTO7:4), or list the site's drives with"
             " `tapelens drives load FILE.csv` or `tapelens drives derive`"
         )
-    return listed
+    spec_text = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
+    click.echo(
+        f"tapelens: no --drives and no drives in `tapelens drives`: assuming {spec_text}"
+        " (one drive for each media type of the site's tapes)",
+        err=True,
+    )
+    return assumed
 
 
-INVENTORY_DRIVES = "the online drives of `tapelens drives`"
+INVENTORY_DRIVES = (
+    "the online drives of `tapelens drives`, else one drive for each media type of the site"
+)
+
+# Times an option takes (--since, --until, --switch-at ...), the same in every command.
+TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
+
+
+def closest_first(value: str, known: Sequence[str]) -> list[str]:
+    """`known` with the names closest to `value` first (a misspelling's likely meaning), then
+    the others in their order."""
+    close = difflib.get_close_matches(value, known, n=5, cutoff=0.5)
+    lowered = [k for k in known if k.lower() == value.lower() and k not in close]
+    first = lowered + close
+    return first + [k for k in known if k not in first]
+
+
+def nothing_matches(option: str, value: str, known: Sequence[str], shown: int = 12) -> InputError:
+    """The error of a filter that matches nothing: what exists, the closest names first."""
+    if not known:
+        return InputError(f"{option} {value!r} matches nothing: the catalog is empty")
+    names = closest_first(value, known)
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return InputError(
+        f"{option} {value!r} matches nothing (known: {', '.join(names[:shown])}{more})"
+    )
+
+
+def known_names(conn: psycopg.Connection, column: str) -> list[str]:
+    """The datasets or dataset types of the live catalog (column 'dataset' or 'dataset_type'),
+    for the error of a filter that matched nothing."""
+    if column not in ("dataset", "dataset_type"):
+        raise ValueError(column)
+    query = sql.SQL(
+        "select distinct {c} from tapelens.tape_files where removed_at is null"
+        " and {c} is not null order by 1"
+    ).format(c=sql.Identifier(column))
+    return [str(row[0]) for row in conn.execute(query).fetchall()]
+
+
+def limit_options(fn: F) -> F:
+    """--sort COLUMN [--desc] and --limit N, as every command that prints a ranking takes them."""
+    fn = click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")(fn)
+    fn = click.option("--desc", is_flag=True, help="With --sort: largest first.")(fn)
+    return click.option("--sort", "sort", metavar="COLUMN", help="Sort the rows by this column.")(
+        fn
+    )
+
+
+def sort_and_limit(
+    frame: pl.DataFrame, sort: str | None, descending: bool, limit: int | None
+) -> pl.DataFrame:
+    """The rows sorted by `sort` (an unknown column is an error naming the columns), then cut."""
+    if descending and sort is None:
+        raise click.UsageError("--desc needs --sort COLUMN")
+    if sort is not None:
+        if sort not in frame.columns:
+            raise InputError(
+                f"--sort {sort}: no such column (expected one of {', '.join(frame.columns)})"
+            )
+        frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
+    return frame.head(limit) if limit is not None else frame
 
 
 def order_option(fn: F) -> F:

@@ -6,7 +6,7 @@ import json
 import math
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -14,13 +14,26 @@ import click
 import polars as pl
 
 FORMATS = ("table", "csv", "json", "parquet")
+# -o FILE with one of these endings writes that format unless --format says otherwise: a file
+# called x.json holding a text table would break whatever reads it.
+BY_SUFFIX = {".csv": "csv", ".json": "json", ".parquet": "parquet"}
 
 
-# A table wider than this (or than the terminal) drops its last columns, and cells of long
-# text are shortened in the middle, unless --wide.
+# A table wider than this (or than the terminal, or $COLUMNS) leaves out its last columns,
+# except those that decide (the ranking column and what it rests on), and cells of long text
+# are shortened in the middle, unless --wide.
 TABLE_WIDTH = 120
 LONG_CELL = 60
+SHORTEST_CELL = 30
 _LAYOUT = "tapelens.table_layout"
+
+# Words that make a column a count, printed as a whole number even when computed as a float
+# (tapes_freed, mounts_saved); a name that also holds one of NOT_COUNT is a ratio or a mean.
+COUNT_WORDS = frozenset(
+    {"n", "files", "tapes", "mounts", "copies", "reads", "volumes", "datasets", "locates"}
+    | {"requests", "retries", "candidates", "remounts", "batches"}
+)
+NOT_COUNT = frozenset(["per", "mean", "median", "avg", "ratio", "factor", "share", "payback"])
 
 
 def _keep_layout(ctx: click.Context, param: click.Parameter, value: object) -> object:
@@ -42,14 +55,34 @@ def format_option(fn: Callable[..., None]) -> Callable[..., None]:
         metavar="A,B,...",
         expose_value=False,
         callback=_keep_layout,
-        help="Only these columns, in this order (every format).",
+        help="Only these columns, in this order (every format); a table too wide for them wraps.",
     )(fn)
     fn = click.option(
-        "-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout."
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        help="Write to FILE instead of stdout (FILE.csv, .json, .parquet: that format).",
     )(fn)
     return click.option(
-        "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        help="Output format (default: table, or what -o FILE's extension names).",
     )(fn)
+
+
+def chosen_format(fmt: str, output: str | None) -> str:
+    """The format to write: --format when given, else the -o file's extension, else `fmt`."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx is not None and ctx.get_parameter_source("fmt") in (
+        click.core.ParameterSource.COMMANDLINE,
+        click.core.ParameterSource.ENVIRONMENT,
+    )
+    if given or not output:
+        return fmt
+    return BY_SUFFIX.get(Path(output).suffix.lower(), fmt)
 
 
 def _layout() -> dict[str, object]:
@@ -71,10 +104,20 @@ def select_columns(frame: pl.DataFrame, columns: str | None) -> pl.DataFrame:
     return frame.select(names)
 
 
+def _is_bytes(name: str) -> bool:
+    return name == "bytes" or name.endswith("_bytes") or name.startswith("bytes_")
+
+
+def _is_count(name: str) -> bool:
+    words = set(name.split("_"))
+    return bool(words & COUNT_WORDS) and not words & NOT_COUNT
+
+
 def human_units(frame: pl.DataFrame) -> pl.DataFrame:
-    """Byte counts as kB/MB/GB/TB/PB, seconds as d h:mm:ss, rates in MB/s, shares as percent,
-    chosen by the column's name (what the project's frames follow: *_bytes, *_s, *_mb_s,
-    occupancy and *_share). Text and other numbers stay as they are."""
+    """One unit per kind, chosen by the column's name (what the project's frames follow):
+    bytes (bytes, *_bytes, bytes_*) as kB/MB/GB/TB/PB, durations (*_s, *_h) as h:mm:ss (days
+    as `1d 2:03:04`), rates (*_mb_s) in MB/s, occupancy and *_share in percent, counts (files,
+    tapes_freed, mounts_saved ...) as whole numbers. Text and other numbers stay as they are."""
     out = []
     for name, dtype in zip(frame.columns, frame.dtypes, strict=True):
         column = frame[name]
@@ -82,12 +125,16 @@ def human_units(frame: pl.DataFrame) -> pl.DataFrame:
             out.append(column)
         elif name.endswith("_mb_s"):
             out.append(_texts(column, lambda v: f"{v:,.1f} MB/s"))
-        elif name == "bytes" or name.endswith("_bytes"):
+        elif _is_bytes(name):
             out.append(_texts(column, _bytes_text))
-        elif name.endswith("_s") and not name.endswith("_mb_s"):
+        elif name.endswith("_s"):
             out.append(_texts(column, _duration_text))
+        elif name.endswith("_h"):
+            out.append(_texts(column, lambda v: _duration_text(3600 * v)))
         elif name == "occupancy" or name.endswith("_share"):
             out.append(_texts(column, lambda v: f"{100 * v:.1f}%"))
+        elif dtype.is_float() and _is_count(name):
+            out.append(column.round(0).cast(pl.Int64))
         else:
             out.append(column)
     return pl.DataFrame(out)
@@ -110,13 +157,15 @@ def _bytes_text(value: float) -> str:
 
 
 def _duration_text(value: float) -> str:
+    """Always h:mm:ss, so that no cell reads as minutes beside another read as hours; under a
+    minute with tenths of a second (a throughput parameter of 4.0 s)."""
     sign, value = ("-" if value < 0 else ""), abs(value)
-    if value < 60:
-        return f"{sign}{value:.1f} s"
+    if value < 59.95:
+        return f"{sign}0:00:{value:04.1f}"
     minutes, seconds = divmod(int(round(value)), 60)
     hours, minutes = divmod(minutes, 60)
     days, hours = divmod(hours, 24)
-    clock = f"{hours}:{minutes:02d}:{seconds:02d}" if hours or days else f"{minutes}:{seconds:02d}"
+    clock = f"{hours}:{minutes:02d}:{seconds:02d}"
     return f"{sign}{days}d {clock}" if days else f"{sign}{clock}"
 
 
@@ -131,31 +180,77 @@ def render(frame: pl.DataFrame, fmt: str, width: int | None = None) -> str:
     return table_fitted(frame, width)[0]
 
 
-def table_fitted(frame: pl.DataFrame, width: int | None) -> tuple[str, list[str]]:
-    """The aligned table, and the columns left out to fit `width` (None: all, raw values)."""
+def table_fitted(
+    frame: pl.DataFrame, width: int | None, keep: Sequence[str] = (), wrap: bool = False
+) -> tuple[str, list[str]]:
+    """The aligned table, and the columns left out to fit `width` (None: all, raw values).
+
+    The first column (what a row is) and the columns in `keep` (the ranking column and what
+    decides it) are never left out: the last of the others go first. With `wrap` (the user
+    named the columns), or when what must stay is still too wide, the table wraps instead:
+    further blocks of columns below, each led by the first column."""
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
     if width is not None:
         frame = human_units(frame)
     cells = [[_cell(v, width is not None) for v in row] for row in frame.iter_rows()]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(frame.columns)]
-    shown = len(widths)
-    if width is not None:
-        used = -2
-        for i, w in enumerate(widths):
-            used += w + 2
-            if used > width and i > 0:
-                shown = i
+    shown = list(range(len(widths)))
+    if width is not None and not wrap:
+        needed = {0} | {i for i, c in enumerate(frame.columns) if c in keep}
+        for i in reversed(range(len(widths))):
+            if _span(widths, shown) <= width:
                 break
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(frame.columns[:shown], widths, strict=False)).rstrip()
-    ]
-    for row in cells:
-        parts = [
-            (v.rjust(w) if num else v.ljust(w))
-            for v, w, num in zip(row[:shown], widths, numeric, strict=False)
-        ]
-        lines.append("  ".join(parts).rstrip())
-    return "\n".join(lines) + "\n", list(frame.columns[shown:])
+            if i not in needed:
+                shown.remove(i)
+    # What is left must stay: long names give way first (the widest text column, down to
+    # SHORTEST_CELL), then the table wraps.
+    texts = [] if wrap else sorted((i for i in shown if not numeric[i]), key=lambda i: -widths[i])
+    for i in texts:
+        excess = _span(widths, shown) - width if width is not None else 0
+        if excess <= 0 or widths[i] <= SHORTEST_CELL:
+            break
+        room = max(SHORTEST_CELL, len(frame.columns[i]), widths[i] - excess)
+        for row in cells:
+            row[i] = _shorten(row[i], room)
+        widths[i] = max([len(frame.columns[i]), *(len(r[i]) for r in cells)])
+    blocks = [shown]
+    if width is not None and _span(widths, shown) > width and len(shown) > 1:
+        blocks = _wrapped(widths, shown, width)
+    out: list[str] = []
+    for block in blocks:
+        if out:
+            out.append("")
+        out.append("  ".join(frame.columns[i].ljust(widths[i]) for i in block).rstrip())
+        for row in cells:
+            parts = [
+                row[i].rjust(widths[i]) if numeric[i] else row[i].ljust(widths[i]) for i in block
+            ]
+            out.append("  ".join(parts).rstrip())
+    left = [c for i, c in enumerate(frame.columns) if i not in shown]
+    return "\n".join(out) + "\n", left
+
+
+def _span(widths: list[int], columns: Sequence[int]) -> int:
+    return sum(widths[i] for i in columns) + 2 * (len(columns) - 1)
+
+
+def _wrapped(widths: list[int], shown: list[int], width: int) -> list[list[int]]:
+    """Blocks of columns that each fit `width`, every block led by the first column."""
+    first, rest = shown[0], shown[1:]
+    blocks: list[list[int]] = [[first]]
+    for i in rest:
+        if len(blocks[-1]) > 1 and _span(widths, [*blocks[-1], i]) > width:
+            blocks.append([first])
+        blocks[-1].append(i)
+    return blocks
+
+
+def _shorten(text: str, length: int) -> str:
+    """`text` shortened in the middle to `length` characters (both ends say most)."""
+    if len(text) <= length:
+        return text
+    half = (length - 1) // 2
+    return f"{text[:half]}…{text[-(length - 1 - half) :]}"
 
 
 def _json_default(value: object) -> object:
@@ -167,9 +262,8 @@ def _json_default(value: object) -> object:
 def _cell(value: object, short: bool = False) -> str:
     if value is None:
         return "-"
-    if short and isinstance(value, str) and len(value) > LONG_CELL:
-        half = (LONG_CELL - 1) // 2
-        return f"{value[:half]}…{value[-(LONG_CELL - 1 - half) :]}"
+    if short and isinstance(value, str):
+        return _shorten(value, LONG_CELL)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return "-"
@@ -179,12 +273,22 @@ def _cell(value: object, short: bool = False) -> str:
     return str(value)
 
 
-def emit(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
+def table_width() -> int:
+    """The width a table fits: the terminal's, else $COLUMNS, else TABLE_WIDTH."""
+    return shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
+
+
+def emit(frame: pl.DataFrame, fmt: str, output: str | None, *, keep: Sequence[str] = ()) -> None:
     """Print (or write to `output`) a frame in the chosen format; Parquet needs a file or a pipe.
-    A table printed to stdout fits the terminal (TABLE_WIDTH when not a terminal) unless the
-    command was given --wide; --columns picks the columns in every format."""
+
+    The format is --format when given, else the -o file's extension (x.json, x.csv,
+    x.parquet), else `fmt`. A table printed to stdout fits the terminal unless the command was
+    given --wide; `keep` names the columns it never leaves out (the ranking column and the ones
+    that decide), and columns named with --columns are all shown, wrapped when too wide."""
+    fmt = chosen_format(fmt, output)
     layout = _layout()
-    frame = select_columns(frame, layout.get("columns"))  # type: ignore[arg-type]
+    named = layout.get("columns")
+    frame = select_columns(frame, named)  # type: ignore[arg-type]
     if fmt == "parquet":
         if output:
             frame.write_parquet(output)
@@ -193,16 +297,9 @@ def emit(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
         else:
             frame.write_parquet(sys.stdout.buffer)
     else:
-        width: int | None = None
         left: list[str] = []
         if fmt == "table" and not output and not layout.get("wide"):
-            width = (
-                shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
-                if sys.stdout.isatty()
-                else TABLE_WIDTH
-            )
-        if width is not None:
-            text, left = table_fitted(frame, width)
+            text, left = table_fitted(frame, table_width(), keep=keep, wrap=bool(named))
         else:
             text = render(frame, fmt)
         if not output:
@@ -213,4 +310,4 @@ def emit(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
             return
         Path(output).write_text(text)
     if output:
-        click.echo(f"wrote {frame.height} rows to {output}", err=True)
+        click.echo(f"wrote {frame.height} rows to {output} ({fmt})", err=True)

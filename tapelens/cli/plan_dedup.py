@@ -7,35 +7,49 @@ import click
 
 from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
     INVENTORY_DRIVES,
+    AliasedChoice,
     App,
     dataset_type_option,
-    drives_for,
     drives_option,
+    drives_or_inventory,
+    known_names,
+    limit_options,
+    nothing_matches,
     pass_app,
+    sort_and_limit,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
-BY = ("copies", "datasets", "tapes")
+# One row per copy, dataset or tape: the words `report --by` uses; the plurals of before still
+# work.
+BY = ("copy", "dataset", "tape")
+FORMER_BY = {"copies": "copy", "datasets": "dataset", "tapes": "tape"}
+# What decides each table, never left out of a fitted one.
+DECIDES = {
+    "copy": ("action", "reason"),
+    "dataset": ("mounts_saved", "recall_saved_s"),
+    "tape": ("copies_to_retire", "bytes_to_retire"),
+}
 
 
 @BY_NAME["plan"].command("dedup")
 @click.option("--dataset", help="Only this dataset.")
 @dataset_type_option
-@drives_option(f"{INVENTORY_DRIVES}, else one of a type for each media")
+@drives_option(INVENTORY_DRIVES)
 @click.option(
     "--by",
-    type=click.Choice(BY),
-    default="copies",
+    type=AliasedChoice(BY, FORMER_BY),
+    default="copy",
     show_default=True,
     help="Print one row per copy, per affected dataset, or per tape.",
 )
+@limit_options
 @format_option
 @pass_app
 def dedup(
@@ -44,6 +58,9 @@ def dedup(
     dataset_type: str | None,
     drives_spec: str | None,
     by: str,
+    sort: str | None,
+    desc: bool,
+    limit: int | None,
     fmt: str,
     output: str | None,
 ) -> None:
@@ -52,26 +69,29 @@ def dedup(
     tapelens never deletes anything: this is a list for the site to review. Keep the oldest copy
     that sits with its dataset (on a readable tape); verify the checksum of every copy marked
     verify_checksum BEFORE retiring any other copy of its file. Files whose copies' checksums
-    differ are marked review and keep all their copies. --by datasets shows the mounts (and
+    differ are marked review and keep all their copies. --by dataset shows the mounts (and
     predicted seconds) a recall of each dataset saves once the retired copies are gone; --by
-    tapes the copies retired per tape.
+    tape the copies retired per tape.
 
     \b
     Example:
-        tapelens plan dedup --by datasets
+        tapelens plan dedup --by dataset --sort mounts_saved --desc --limit 10
         tapelens plan dedup --dataset-type RAW --format csv -o dedup.csv
     """
     if dataset and dataset_type:
-        raise click.UsageError("give --dataset or --type, not both")
+        raise click.UsageError("give --dataset or --dataset-type, not both")
     with connection(app.dsn()) as conn:
+        drives = drives_or_inventory(conn, drives_spec)
         copies = read_dedup_copies(conn, dataset=dataset, dataset_type=dataset_type)
+        if copies.height == 0 and (dataset or dataset_type):
+            option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
+            column = "dataset" if dataset else "dataset_type"
+            known = known_names(conn, column)
+            if value not in known:
+                raise nothing_matches(option, str(value), known)
+            raise InputError(f"{option} {value!r}: no file with more than one live copy")
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
         readers = store.readable_by(conn)
-        drives = parse_drives(drives_spec) if drives_spec else store.read_drives(conn)
-    if dataset and copies.height == 0:
-        raise InputError(f"dataset {dataset!r} has no file with more than one live copy")
-    if copies.height:
-        drives = drives_for(drives, copies, readers)
     result = dedup_plan(copies, params, drives, readers)
     s = result.summary
     saved = s["mounts_saved"]
@@ -83,5 +103,7 @@ def dedup(
         f" mounts ({s['mounts_now']} -> {s['mounts_after']})",
         err=True,
     )
-    frames = {"copies": result.copies, "datasets": result.datasets, "tapes": result.tapes}
-    emit(frames[by], fmt, output)
+    frames = {"copy": result.copies, "dataset": result.datasets, "tape": result.tapes}
+    frame = sort_and_limit(frames[by], sort, desc, limit)
+    keep = [c for c in (*DECIDES[by], sort) if c and c in frame.columns]
+    emit(frame, fmt, output, keep=keep)

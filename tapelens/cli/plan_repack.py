@@ -19,7 +19,7 @@ from tapelens.cli.common import (
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
-from tapelens.cli.output import emit, format_option
+from tapelens.cli.output import chosen_format, emit, format_option
 from tapelens.db import connection
 
 plan = BY_NAME["plan"]
@@ -71,7 +71,14 @@ plan = BY_NAME["plan"]
     type=click.Choice(["volumes"]),
     help="Write the volumes of the top candidates, one a line (CTA: repack add --vidfile).",
 )
-@click.option("--export-file", type=click.Path(dir_okay=False), help="Where --export writes.")
+@click.option(
+    "--export-dir",
+    type=click.Path(file_okay=False),
+    help="Where --export writes (repack.vids), as plan recall's --export-dir.",
+)
+@click.option(
+    "--export-file", hidden=True, type=click.Path(dir_okay=False), help="Former: the file itself."
+)
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Gain vs cost PNG.")
 @format_option
 @pass_app
@@ -85,6 +92,7 @@ def repack(
     max_occupancy: float,
     container_gb: float,
     export: str | None,
+    export_dir: str | None,
     export_file: str | None,
     plot_file: str | None,
     fmt: str,
@@ -102,10 +110,13 @@ def repack(
     \b
     Example:
         tapelens plan repack --limit 10 --drives LTO8:4 --recalls-per-year 2 \\
-            --export volumes --export-file repack.vids --plot gain.png
+            --export volumes --export-dir repack/ --plot gain.png
     """
-    if export and not export_file:
-        raise click.UsageError("--export volumes needs --export-file FILE")
+    if export and not (export_dir or export_file):
+        raise click.UsageError("--export volumes needs --export-dir DIR")
+    if export_dir:
+        Path(export_dir).mkdir(parents=True, exist_ok=True)
+        export_file = str(Path(export_dir) / VOLUMES_FILE)
     with connection(app.dsn(), autocommit=True) as conn:
         drives = drives_or_inventory(conn, drives_spec)
         options = RepackOptions(
@@ -134,25 +145,29 @@ def repack(
     if plot_file:
         plot_gain_cost(advice.candidates, Path(plot_file))
         click.echo(f"wrote {plot_file}", err=True)
-    emit(_printable(ranked, fmt), fmt, output)
+    fmt = chosen_format(fmt, output)
+    emit(_printable(ranked, fmt), fmt, output, keep=DECIDES)
 
 
-# What fits a terminal; csv, json and parquet carry every column.
+VOLUMES_FILE = "repack.vids"
+# What a table shows, what decides first (the ranking, net_gain_h, and what it is made of);
+# csv, json and parquet carry every column.
 TABLE_COLUMNS = [
     "rank",
     "kind",
     "target",
-    "evidence",
+    "net_gain_h",
+    "saving_per_recall_drive_h",
+    "repack_cost_h",
+    "payback_recalls",
+    "tapes_freed",
     "mounts_now",
     "mounts_after",
     "recall_now_h",
     "recall_after_h",
-    "saving_per_recall_drive_h",
-    "repack_cost_h",
-    "tapes_freed",
-    "payback_recalls",
-    "net_gain_h",
+    "evidence",
 ]
+DECIDES = ("kind", "target", "net_gain_h", "saving_per_recall_drive_h", "repack_cost_h")
 
 
 def _printable(frame: pl.DataFrame, fmt: str) -> pl.DataFrame:

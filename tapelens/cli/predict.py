@@ -6,7 +6,6 @@ import click
 import polars as pl
 
 from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.store import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
@@ -14,10 +13,14 @@ from tapelens.cli.common import (
     App,
     assume_media_option,
     dataset_type_option,
-    drives_for,
     drives_option,
+    drives_or_inventory,
+    known_names,
+    limit_options,
+    nothing_matches,
     order_option,
     pass_app,
+    sort_and_limit,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
@@ -30,9 +33,10 @@ predict = BY_NAME["predict"]
 @predict.command("datasets")
 @click.option("--dataset", help="Only this dataset.")
 @dataset_type_option
-@drives_option(f"{INVENTORY_DRIVES}, else one of a type for each media")
+@drives_option(INVENTORY_DRIVES)
 @assume_media_option
 @order_option
+@limit_options
 @format_option
 @pass_app
 def datasets(
@@ -42,6 +46,9 @@ def datasets(
     drives_spec: str | None,
     assume_media: str | None,
     read_order: str,
+    sort: str | None,
+    desc: bool,
+    limit: int | None,
     fmt: str,
     output: str | None,
 ) -> None:
@@ -56,14 +63,19 @@ def datasets(
     \b
     Example:
         tapelens predict datasets --dataset-type AOD --drives LTO8:4 --format csv -o aod.csv
+        tapelens predict datasets --sort placement_cost_s --desc --limit 10
     """
     if dataset and dataset_type:
-        raise click.UsageError("give --dataset or --type, not both")
+        raise click.UsageError("give --dataset or --dataset-type, not both")
     with connection(app.dsn()) as conn:
+        drives = drives_or_inventory(conn, drives_spec)
         files = load_datasets(conn, dataset=dataset, dataset_type=dataset_type)
+        if files.height == 0 and (dataset or dataset_type):
+            option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
+            column = "dataset" if dataset else "dataset_type"
+            raise nothing_matches(option, str(value), known_names(conn, column))
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
         readers = store.readable_by(conn)
-        drives = parse_drives(drives_spec) if drives_spec else store.read_drives(conn)
     if assume_media is not None and assume_media not in params:
         raise InputError(f"--assume-media: unknown media type {assume_media!r}")
     files, unknown = resolve_media(files, params, assume_media)
@@ -72,7 +84,6 @@ def datasets(
         click.echo(f"{len(unknown)} tape(s) of unknown media type: {what}", err=True)
     if files.height == 0:
         raise InputError("no live files match" + (f" dataset {dataset!r}" if dataset else ""))
-    drives = drives_for(drives, files, readers)
     table = predict_datasets(files, drives, params, readers, order=read_order)
     blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
     if blocked:
@@ -82,4 +93,9 @@ def datasets(
             " (see now_unreadable_tapes)",
             err=True,
         )
-    emit(table, fmt, output)
+    emit(
+        sort_and_limit(table, sort, desc, limit),
+        fmt,
+        output,
+        keep=("now_s", "ideal_s", "placement_cost_s", *([sort] if sort else [])),
+    )

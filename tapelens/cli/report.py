@@ -9,20 +9,29 @@ import click
 
 from tapelens.analysis.reports.plots import plot_report
 from tapelens.analysis.reports.queries import (
+    COUNT_COLUMN,
+    DECIDES,
     DEFAULT_BY,
     GROUPINGS,
     ReportFilter,
     arrange,
     report_query,
 )
-from tapelens.cli.common import App, dataset_type_option, pass_app
+from tapelens.cli.common import (
+    TIME_FORMATS,
+    App,
+    dataset_type_option,
+    known_names,
+    nothing_matches,
+    pass_app,
+)
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
+from tapelens.db import connection
 from tapelens.errors import DatabaseError
 from tapelens.frames import read_frame
 
 report = BY_NAME["report"]
-TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]
 EXAMPLES = {
     "gaps": "tapelens report gaps --by type --format csv",
     "duplicates": "tapelens report duplicates --format json -o duplicates.json",
@@ -60,7 +69,8 @@ def _make(name: str) -> None:
         "--min-n",
         "min_files",
         type=click.IntRange(min=1),
-        help="Leave out groups resting on fewer files (reads for rates, copies for files).",
+        help="Leave out groups resting on fewer samples: gap samples (n) for gaps, reads for"
+        " rates, copies for a duplicated file, files otherwise.",
     )
     @click.option("--sort", "sort", metavar="COLUMN", help="Sort the rows by this column.")
     @click.option("--desc", is_flag=True, help="With --sort: largest first.")
@@ -95,11 +105,17 @@ def _make(name: str) -> None:
                     "the marts are not built in this database: run `tapelens marts build`"
                 ) from None
             raise
+        if frame.height == 0 and dataset_type:
+            with connection(app.dsn()) as conn:
+                known = known_names(conn, "dataset_type")
+            if dataset_type.upper() not in known:
+                raise nothing_matches("--dataset-type", dataset_type, known)
         if arranged:
             frame = arrange(
                 frame, name, by, min_files=min_files, sort=sort, descending=desc, limit=limit
             )
-        emit(frame, fmt, output)
+        decides = (*DECIDES.get(name, ()), COUNT_COLUMN.get((name, by), ""), sort or "")
+        emit(frame, fmt, output, keep=[c for c in decides if c in frame.columns])
         if plot:
             plot_report(name, by, frame, Path(plot))
             click.echo(f"wrote {plot}", err=True)

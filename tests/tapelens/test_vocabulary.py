@@ -7,8 +7,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from tapelens.analysis.recall.drives import parse_drives
 from tapelens.cli import cli
 from tapelens.cli.common import aliased, assume_media_option, dataset_type_option, hidden_alias
+from tapelens.errors import InputError
 
 COMMANDS = [
     ["report", "gaps"],
@@ -60,3 +62,18 @@ def test_an_unknown_media_type_is_refused_with_the_known_ones() -> None:
     result = CliRunner().invoke(probe, ["--assume-media", "LTO-99"])
     assert result.exit_code != 0 and "unknown media type 'LTO-99'" in result.output
     assert "LTO-8" in result.output
+
+
+@pytest.mark.parametrize("spec,bad", [("LTO9:4,LT07:2", "LT07"), ("LTO10:2", "LTO10")])
+def test_a_drive_type_the_media_catalog_does_not_know_is_refused(spec: str, bad: str) -> None:
+    """A typo must not plan on drives that read nothing (every file 'unavailable', exit 0)."""
+    with pytest.raises(InputError, match=f"unknown drive type '{bad}'") as raised:
+        parse_drives(spec)
+    assert "LTO-7" in str(raised.value) and "TS1160" in str(raised.value)
+    assert parse_drives("lto9:4,LTO-7:2,TS1160=1") == {"LTO-9": 4, "LTO-7": 2, "TS1160": 1}
+
+
+def test_exports_go_to_a_folder_in_every_plan() -> None:
+    for command in (["plan", "recall"], ["plan", "repack"]):
+        shown = CliRunner().invoke(cli, [*command, "--help"]).output
+        assert "--export-dir" in shown and "--export-file" not in shown
