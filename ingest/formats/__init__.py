@@ -165,7 +165,7 @@ FORMATS: tuple[Format, ...] = (
         "tapes_csv",
         "parse",
         "inventory",
-        help="tape inventory CSV (canonical, CTA or Spectrum Protect state words)",
+        help="tape inventory CSV (canonical, CTA, Spectrum Protect, HPSS or Enstore state words)",
     ),
     Format(
         "tapes",
@@ -182,6 +182,14 @@ FORMATS: tuple[Format, ...] = (
         "parse",
         "inventory",
         help="Spectrum Protect `select * from volumes` (dsmadmc -comma, with a header)",
+    ),
+    Format(
+        "tapes",
+        "enstore-vols",
+        "enstore_vols",
+        "parse",
+        "inventory",
+        help="Enstore `enstore vol --vols` (label, avail., system inhibit, library, family)",
     ),
     Format(
         "hints",

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import psycopg
 
-from tapelens.ingest.formats import cta_tape_ls, lookup, tapes_csv, tsm_volumes
+from tapelens.ingest.formats import cta_tape_ls, enstore_vols, lookup, tapes_csv, tsm_volumes
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ingest_file
 from tapelens.tape_states import STATES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "formats" / "inventories.md"
+ENSTORE_VOLS = Path(__file__).resolve().parents[1] / "data" / "catalog" / "enstore-vols.txt"
 OPTS = ParseOptions(source="inventory")
 _FULL = re.compile(r"^(?P<word>\S+), full (?P<flag>true|false)$")
 
@@ -193,3 +194,73 @@ def test_a_word_no_system_uses_is_refused_with_its_line(tmp_path: Path) -> None:
         '4: state "ONLINE" is none of ' + ", ".join(STATES) + " nor a CTA, Spectrum Protect,"
         " HPSS or Enstore state",
     ]
+
+
+def show_volume(label: str, first: str, second: str, comment: str = "") -> str:
+    """A volume line as Enstore's src/volume_clerk_client.py show_volume prints it:
+    "%-16s %9s   (%-10s %9s %-8s %9s)   %-16s %-36s", then the comment after a space."""
+    avail = f"{1.5:7.2f}GB"  # capacity_str: GiB to two decimals
+    t0 = "0402-1116" if first != "none" else ""
+    t1 = "0311-0950" if second != "none" else ""
+    line = (
+        f"{label:<16} {avail:>9}   ({first:<10} {t0:>9} {second:<8} {t1:>9})   "
+        f"{'CD-LTO8F1':<16} {'cms.raw.cpio_odc':<36}"
+    )
+    return line + (" " + comment if comment else "")
+
+
+def test_enstore_vols_reads_every_inhibit_pair(tmp_path: Path) -> None:
+    words = [w for w in table() if "enstore-vols" in w.readers]
+    assert words
+    path = tmp_path / "vols.txt"
+    # show_volume_header: "%-16s %9s   %-41s   %-16s %-36s %-12s"
+    header = (
+        f"{'label':<16} {'avail.':>9}   {'system_inhibit':<41}   {'library':<16} "
+        f"{'volume_family':<36} {'comment':<12}"
+    )
+    body = [show_volume(w.volume, *w.word.split("/")) for w in words]
+    path.write_text(header + "\n\n" + "\n".join(body) + "\n")
+    rows, rejects = states_read(enstore_vols, path)
+    assert rejects == []
+    assert rows == {w.volume: (w.state, w.word) for w in words}
+
+
+def test_enstore_vols_listing() -> None:
+    """tests/data/catalog/enstore-vols.txt, laid out as show_volume prints (a comment after the
+    family, blank inhibit times, an overlong second inhibit pushing the columns right)."""
+    batches = list(enstore_vols.parse(ENSTORE_VOLS, options=OPTS))
+    rows = {r["volume"]: r for b in batches for r in b.frame.iter_rows(named=True)}
+    rejects = {r.line_no: r.reason for b in batches for r in b.rejects}
+    assert {v: (r["state"], r["state_raw"]) for v, r in rows.items()} == {
+        "VR4101L8": ("full", "none/full"),
+        "VR4102L8": ("filling", "none/none"),
+        "VR4103": ("unavailable", "NOACCESS/full"),
+        "VR4104": ("disabled", "NOTALLOWED/readonly"),
+        "VR4105": ("repacked", "none/migrated"),
+        "VR4106": ("repacking", "none/migrating"),
+        "VR4107": ("full", "none/duplicated"),
+        "VR4108": ("empty", "DELETED/none"),
+        "VR4109": ("filling", "writing/none"),
+        "VR4110": ("repacking", "none/cloning"),
+        "VR4111": ("full", "none/cloned"),
+        "VR4112": ("repacking", "none/duplicating"),
+    }
+    # media from the label's suffix, else the library's LTO generation; the family is the pool
+    assert (rows["VR4101L8"]["media_type"], rows["VR4101L8"]["media_from"]) == ("LTO-8", "barcode")
+    assert (rows["VR4105"]["media_type"], rows["VR4105"]["media_from"]) == ("LTO-7", "inventory")
+    assert rows["VR4103"]["pool"] == "cms.raw.cpio_odc"
+    assert rows["VR4103"]["capacity_bytes"] is None  # avail. is the space left, not capacity
+    assert rejects == {
+        15: 'system inhibit "SCRATCHED none" is not a pair of Enstore inhibits',
+        16: 'volume "VR4101L8" already listed on line 3',
+    }
+
+
+def test_enstore_vols_loads(dsn: str) -> None:
+    result = ingest_file(dsn, lookup("tapes", "enstore-vols"), ENSTORE_VOLS, OPTS)
+    assert (result.rows, result.rejects) == (12, 2)
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "select state, state_raw from tapelens.tapes where volume = 'VR4104'"
+        ).fetchone()
+    assert found == ("disabled", "NOTALLOWED/readonly")
