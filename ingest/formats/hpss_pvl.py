@@ -30,7 +30,10 @@ mounts it (mounted_at, drive = the PVL drive id); DismountVolume of the cartridg
 it was not (the Entering line is at the end of the previous file), the Exiting line is the event,
 at its own time: a file that starts mid-mount still ends that mount at its dismount.
 A MountCompleted repeated by the job that mounted the cartridge is the same mount; on another
-drive (the PVR retried an unreadable cartridge elsewhere) the mount moves to that drive.
+drive (the PVR retried an unreadable cartridge elsewhere) the mount moves to that drive. A job
+the client cancels (`WARN PVLS0134 Client Cancels All Jobs, jobid = ...`) gets no
+pvl_DismountVolume: its mount ends at the cancel, aborted; its request, if not yet mounted,
+stays a request.
 
 What a file holds of a mount is a row with a status saying what is missing:
 - complete: request, mount and dismount;
@@ -78,6 +81,7 @@ MOUNT_COMPLETED = "pvl_MountCompleted"
 DISMOUNT = "pvl_DismountVolume"
 ENTERING = "Entering"  # a call as it reaches the PVL
 EXITING = "Exiting"  # the same call as it returns, with the same fields
+CANCEL = "Client Cancels All Jobs"  # the client gave the job up: no pvl_DismountVolume follows
 
 _PREFIX = re.compile(r"([0-9]{2}/[0-9]{2})\s+([0-9]{2}:[0-9]{2}:[0-9]{2})\s(.*)")
 _PHASE = re.compile(r"\b(Entering|Exiting),")
@@ -93,6 +97,7 @@ class _Mount:
     mounted_at: datetime | None = None
     dismounted_at: datetime | None = None
     jobid: str | None = None
+    cancelled: bool = False
 
 
 class _Pairing:
@@ -151,6 +156,22 @@ class _Pairing:
             mount.dismounted_at, mount.lines = at, mount.lines + 1
             self.emit(mount)
 
+    def cancel(self, fields: dict[str, str], at: datetime) -> None:
+        """The client gave a job up. A request not yet mounted stays a request (a piece); a
+        mount of the job ends here, aborted: the PVR dismounts the cartridge and the PVL logs
+        no pvl_DismountVolume for it. A job this file holds nothing of is a counted skip."""
+        jobid = fields.get("jobid", "")
+        if jobid in self.requests:
+            self.emit(self.requests.pop(jobid))
+            return
+        for volume, mount in self.mounted.items():
+            if mount.jobid == jobid:
+                del self.mounted[volume]
+                mount.dismounted_at, mount.lines, mount.cancelled = at, mount.lines + 1, True
+                self.emit(mount)
+                return
+        self.out.skip()
+
     def emit(self, mount: _Mount) -> None:
         self.out.add(_row(mount, self.out.options.source), self.line_no)
         for _ in range(mount.lines - 1):
@@ -197,13 +218,18 @@ def _line(line: Line, years: LogYears, pairing: _Pairing) -> None:
     phase = _PHASE.search(message)
     fields = dict(_FIELD.findall(message))
     function = fields.get("function")
-    if phase is None or function not in (MOUNT_ADD, MOUNT_COMPLETED, DISMOUNT):
+    cancel = CANCEL in message and "jobid" in fields
+    if not cancel and (phase is None or function not in (MOUNT_ADD, MOUNT_COMPLETED, DISMOUNT)):
         pairing.out.skip()
         return
     month, day = month_day(date, "/", "MM/DD")
     at = utc_time(years.peek(month), month, day, clock(time_of_day), date)
     years.commit(month)
-    pairing.call(phase[1], function, fields, at)
+    if cancel:
+        pairing.cancel(fields, at)
+    else:
+        assert phase is not None and function is not None
+        pairing.call(phase[1], function, fields, at)
 
 
 # After a load: the pieces among the rows of PVL logs (status no_mount: a request never
@@ -288,7 +314,8 @@ _MERGES = (
     with rows as (
         select volume, mounted_at, dismounted_at,
                lead(mounted_at) over w as next_at, lead(requested_at) over w as next_req,
-               lead(dismounted_at) over w as next_dis, lead(drive) over w as next_drive
+               lead(dismounted_at) over w as next_dis, lead(drive) over w as next_drive,
+               lead(status) over w as next_status
         from tapelens.mounts
         where source = %(s)s and volume = any(%(v)s)
         window w as (partition by volume order by mounted_at)
@@ -304,7 +331,8 @@ _MERGES = (
         where joins and not coalesce(prev_joins, false)
     ), updated as (
         update tapelens.mounts m set dismounted_at = p.next_dis,
-               drive = coalesce(p.next_drive, m.drive)
+               drive = coalesce(p.next_drive, m.drive),
+               status = case when p.next_status = 'aborted' then 'aborted' else m.status end
         from pairs p
         where m.source = %(s)s and m.volume = p.volume and m.mounted_at = p.mounted_at
         returning p.volume, p.next_at
@@ -372,7 +400,9 @@ def _row(mount: _Mount, source: str) -> dict[str, Any]:
         mounted_at = mount.dismounted_at or mount.requested_at
     else:
         mounted_at = mount.mounted_at
-        if mount.dismounted_at is None:
+        if mount.cancelled:
+            status = "aborted"
+        elif mount.dismounted_at is None:
             status = "no_dismount"
         elif mount.requested_at is None:
             status = "no_request"

@@ -114,42 +114,24 @@ def test_a_mount_left_open_is_completed_by_a_later_ingest(dsn: str) -> None:
 
 MID = Path(__file__).parent.parent / "data" / "logs" / "pvl-midmount"
 CUT = [MID / "pvl.log-20130313", MID / "pvl.log-20130314"]
+
+
+def m(volume: str, drive: str, times: str, status: str) -> tuple[object, ...]:
+    """A mount row from "MM/DD HH:MM:SS" requested, mounted and dismounted times (2013)."""
+    at = [t(int(x[:2]), int(x[3:5]), x[6:]) for x in times.split(", ")]
+    return (volume, drive, *at, status)
+
+
 WHOLE = {
-    (
-        "MS0362",
-        "4007",
-        t(3, 12, "23:05:51"),
-        t(3, 12, "23:05:59"),
-        t(3, 12, "23:23:32"),
-        "complete",
-    ),
+    m("MS0362", "4007", "03/12 23:05:51, 03/12 23:05:59, 03/12 23:23:32", "complete"),
     # completed on 101113, unreadable there, completed again by the same job on 101102
-    (
-        "JD0412",
-        "101102",
-        t(3, 12, "23:10:00"),
-        t(3, 12, "23:12:40"),
-        t(3, 12, "23:30:00"),
-        "complete",
-    ),
+    m("JD0412", "101102", "03/12 23:10:00, 03/12 23:12:40, 03/12 23:30:00", "complete"),
     # completion entered in the first file, returned in the second, dismounted there
-    (
-        "WB1879",
-        "102108",
-        t(3, 12, "23:40:10"),
-        t(3, 12, "23:42:36"),
-        t(3, 13, "00:43:57"),
-        "complete",
-    ),
+    m("WB1879", "102108", "03/12 23:40:10, 03/12 23:42:36, 03/13 00:43:57", "complete"),
     # requested in the first file, mounted and dismounted in the second
-    (
-        "CB6324",
-        "101113",
-        t(3, 12, "23:55:00"),
-        t(3, 13, "00:01:22"),
-        t(3, 13, "01:10:00"),
-        "complete",
-    ),
+    m("CB6324", "101113", "03/12 23:55:00, 03/13 00:01:22, 03/13 01:10:00", "complete"),
+    # mounted, then the client cancelled the job: the PVR dismounts, the PVL logs no dismount
+    m("RB5860", "101115", "03/13 01:00:00, 03/13 01:05:40, 03/13 01:12:12", "aborted"),
 }
 
 
@@ -173,6 +155,8 @@ def test_a_file_that_starts_mid_mount_ends_the_mount_at_its_dismount() -> None:
         "no_request",
     )
     assert got["CB6324"]["status"] == "no_request"
+    cancelled = got["RB5860"]
+    assert (cancelled["dismounted_at"], cancelled["status"]) == (t(3, 13, "01:12:12"), "aborted")
 
 
 def test_a_file_that_ends_mid_mount_leaves_a_request_that_is_no_mount() -> None:
@@ -195,7 +179,7 @@ def test_a_rotation_cut_mid_mount_loads_one_mount_per_mount(
     first, second = (CUT[i] for i in order)
     ingest_file(dsn, FMT, first, OPTS)
     alone = mounts(dsn)
-    assert not any(m[5] == "no_mount" for m in alone)  # a request is not a mount
+    assert not any(row[5] == "no_mount" for row in alone)  # a request is not a mount
     ingest_file(dsn, FMT, second, OPTS)
     assert mounts(dsn) == WHOLE
     assert pieces(dsn) == set()
@@ -209,4 +193,7 @@ def test_a_request_never_mounted_stays_a_piece(dsn: str) -> None:
     reset(dsn)
     ingest_file(dsn, FMT, CUT[0], OPTS)
     assert pieces(dsn) == {("CB6324", "request", t(3, 12, "23:55:00"))}
-    assert {m[0] for m in mounts(dsn)} == {"MS0362", "JD0412", "WB1879"}
+    assert {row[0] for row in mounts(dsn)} == {"MS0362", "JD0412", "WB1879"}
+    # every mount of the second file is whole once the first is in
+    ingest_file(dsn, FMT, CUT[1], OPTS)
+    assert pieces(dsn) == set()
