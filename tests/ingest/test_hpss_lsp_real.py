@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 import gzip
+import tempfile
 from pathlib import Path
 
 import polars as pl
 import psycopg
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from tapelens.ingest.formats import hpss_lsp, lookup
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ingest_file
+from tests.props import examples
 
 LISTING = Path(__file__).parent.parent / "data" / "catalog" / "hpss-ls-P-padded.txt"
 OPTS = ParseOptions(source="hpss")
@@ -124,3 +128,37 @@ def test_a_padded_and_an_unpadded_listing_name_the_same_files(dsn: str, tmp_path
             )
         ]
     assert paths == sorted(HSI4_PATHS)
+
+
+NAME_CHARS = "abcXYZ019._- "
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    names=st.lists(
+        st.text(NAME_CHARS, min_size=1, max_size=12).filter(lambda n: n.strip(" ") != ""),
+        min_size=1,
+        max_size=6,
+    ),
+    pads=st.lists(st.integers(0, 9), min_size=6, max_size=6),
+)
+def test_any_padding_before_a_path_is_dropped_and_the_name_kept(
+    names: list[str], pads: list[int]
+) -> None:
+    """Whatever padding hsi puts before the path, and whatever spaces a name holds inside or
+    at its end, the path read is the path written."""
+    paths = [f"/home/p/{i}/{name}" for i, name in enumerate(names)]
+    lines = [
+        "FILE\t"
+        + " " * pads[i % len(pads)]
+        + path
+        + f"\t 100\t 100\t {i + 1}+0\t X0412300\t 5081\t 0\t 1\t 06/11/2012\t 09:41:07"
+        + "\t 06/12/2012\t 10:02:55"
+        for i, path in enumerate(paths)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = Path(tmp) / "ls-P.txt"
+        listing.write_text("\n".join(lines) + "\n")
+        frame, rejects, _ = parsed(listing)
+    assert rejects == {}
+    assert frame["path"].to_list() == paths

@@ -230,3 +230,24 @@ def test_tsm_state_words_map_or_are_refused_by_name(access: str, status: str) ->
         assert row["state"] == tsm_state(access, status)
     for reject in rejects:
         assert reject.line_no == 2 and reject.reason
+
+
+def test_cta_tape_ls_as_the_current_release_prints_it() -> None:
+    """`cta-admin tape ls` since CTA's 2025 releases: the "order" (purchase order) column after
+    the library and "instance" before the comment (github.com/cern-cta/CTA,
+    tools/CtaAdminTextFormatter.cpp, printTapeLsHeader and print(const TapeLsItem&); cells
+    right-aligned to their column and followed by one space, an empty cell "-", the comment
+    flush left, capacity as dataSizeToStr prints it). Fixture laid out by those rules:
+    tests/data/catalog/inventory-cta-tape-ls-2025.txt."""
+    rows, rejects, skipped = parsed(cta_tape_ls, "inventory-cta-tape-ls-2025.txt")
+    assert rejects == {} and skipped == 1
+    assert {v: (r["state"], r["state_raw"]) for v, r in rows.items()} == {
+        "M90001": ("full", "ACTIVE"),
+        "M90002": ("disabled", "DISABLED"),
+        "M90003": ("repacking", "REPACKING_PENDING"),
+    }
+    assert {r["library"] for r in rows.values()} == {"IBMLIB5"}
+    assert {r["pool"] for r in rows.values()} == {"cms_raw"}
+    assert {(r["media_type"], r["capacity_bytes"]) for r in rows.values()} == {
+        ("LTO-9", 18_000_000_000_000)
+    }
