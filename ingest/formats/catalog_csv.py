@@ -12,6 +12,8 @@ columns to canonical ones and says how times are written:
 
 A flat mapping (site -> canonical pairs at the top level) is read too. Without a mapping the
 header names are canonical names (case-insensitive); other columns are ignored.
+Text values lose the spaces around them (an export that writes ", " between columns), but a
+path keeps spaces after its last character (part of a name, as in hpss-lsp).
 Identity (contract): everything as given; file_id defaults to path (and path to file_id),
 copy_id to "volume:position:offset" (offset empty when 0 or none), copy_no to 1. `source` is
 always the ingest's source. CSV lines are parsed one per line (a quoted field cannot span
@@ -43,6 +45,7 @@ FORMAT = "csv"
 INTEGER_COLUMNS = ("size_bytes", "position", "offset_bytes", "copy_no")
 TIME_COLUMNS = ("written_at",)
 NEEDED = ("volume", "position", "size_bytes", "written_at")  # besides path or file_id
+PATH_COLUMNS = ("path", "file_id")
 PARQUET_MAGIC = b"PAR1"
 _SETTINGS = ("time_format", "separator", "columns")
 
@@ -238,7 +241,7 @@ def typed(
             result = _time(frame[column], time_format)
             what = f"a time ({time_format})" if time_format else "an ISO 8601 time"
         else:
-            converted.append(pl.when(given).then(value.cast(pl.String)).alias(column))
+            converted.append(pl.when(given).then(_unpadded(column, value, is_text)).alias(column))
             continue
         converted.append(result.alias(column))
         kept.append(text.alias(f"_given_{column}"))
@@ -283,6 +286,18 @@ def typed(
         pl.col("copy_no").fill_null(1),
     )
     return conform_with_lines("catalog", good), rejects
+
+
+def _unpadded(column: str, value: pl.Expr, is_text: bool) -> pl.Expr:
+    """A text value without the spaces around it ("path, volume" exports put one after each
+    comma), except that a path keeps the spaces after its last character: a name may end with
+    one, as hpss-lsp keeps it, so that the same file is the same path in every format."""
+    if not is_text:
+        return value.cast(pl.String)
+    if column in PATH_COLUMNS:
+        path = value.str.strip_chars_start(" ")
+        return pl.when(path.str.starts_with("/")).then(path).otherwise(value.str.strip_chars())
+    return value.str.strip_chars()
 
 
 def _time(given: pl.Series, time_format: str | None) -> pl.Expr:
