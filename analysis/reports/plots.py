@@ -116,7 +116,8 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
 
 def _plot_hints(ax: Any, by: str, frame: pl.DataFrame) -> None:
     """Coverage: the share of files with hints per month, a line per experiment; groups: tapes
-    used against needed, a colour per level; per level: the mean gap of its groups."""
+    used against needed, a colour per level; per level: the mean gap of its groups, or the share
+    of a recall campaign's files its largest group holds."""
     if by == "coverage":
         months = frame.group_by("experiment", "month").agg(
             (pl.col("hinted_files").sum() / pl.col("files").sum()).alias("share")
@@ -139,6 +140,11 @@ def _plot_hints(ax: Any, by: str, frame: pl.DataFrame) -> None:
         ax.set_xlabel("tapes needed at capacity")
         ax.set_ylabel("tapes used")
         ax.legend(fontsize=8)
+    elif by == "recall":
+        levels = [str(v) for v in frame["level"].to_list()]
+        ax.bar(levels, frame["top_group_share"].fill_null(0).to_list())
+        ax.set_xlabel("hint level (0 broad, 3 narrow)")
+        ax.set_ylabel("share of a campaign's files in its largest group")
     else:
         ax.bar([str(v) for v in frame["level"].to_list()], frame["mean_gap"].fill_null(0).to_list())
         ax.set_xlabel("hint level (0 broad, 3 narrow)")

@@ -22,13 +22,12 @@ levels as (
 members as (
     select
         levels.level,
-        concat_ws(
-            ' | ',
-            coalesce(files.level_0, ''),
-            case when levels.level >= 1 then coalesce(files.level_1, '') end,
-            case when levels.level >= 2 then coalesce(files.level_2, '') end,
-            case when levels.level >= 3 then coalesce(files.level_3, '') end
-        ) as hint_group,
+        case levels.level
+            when 0 then files.group_0
+            when 1 then files.group_1
+            when 2 then files.group_2
+            else files.group_3
+        end as hint_group,
         files.level_0,
         case when levels.level >= 1 then files.level_1 end as level_1,
         case when levels.level >= 2 then files.level_2 end as level_2,
@@ -59,10 +58,10 @@ members as (
     from files
     cross join levels
     where case levels.level
-            when 0 then files.level_0
-            when 1 then files.level_1
-            when 2 then files.level_2
-            else files.level_3
+            when 0 then files.group_0
+            when 1 then files.group_1
+            when 2 then files.group_2
+            else files.group_3
         end is not null
 ),
 

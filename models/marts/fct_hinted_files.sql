@@ -82,6 +82,13 @@ final as (
         files.size_2,
         files.size_3,
         files.schema_version,
+        -- the file's collocation group at each level: levels 0 to n, where level n is named
+        {%- for n in range(4) %}
+        case when files.level_{{ n }} is not null then concat_ws(
+            ' | '
+            {%- for k in range(n + 1) %}, coalesce(files.level_{{ k }}, ''){% endfor %}
+        ) end as group_{{ n }},
+        {%- endfor %}
         first_copies.volume is not null as on_tape,
         first_copies.volume,
         first_copies.position,

@@ -40,6 +40,23 @@ CATALOG = {
 }
 
 
+# (requester, started_at, path): cms-reco reads three parking files and a heavy-ion one one
+# morning, and the next day (more than six hours later) two heavy-ion files and x1, whose hints
+# are empty; a file read twice counts once.
+RECALLS = [
+    ("cms-reco", "2024-08-01T10:00:00Z", "/cms/park/f1"),
+    ("cms-reco", "2024-08-01T10:05:00Z", "/cms/park/f2"),
+    ("cms-reco", "2024-08-01T10:07:00Z", "/cms/hi/h1"),
+    ("cms-reco", "2024-08-01T12:00:00Z", "/cms/park/f3"),
+    ("cms-reco", "2024-08-01T12:01:00Z", "/cms/park/f3"),
+    ("cms-reco", "2024-08-02T09:00:00Z", "/cms/hi/h2"),
+    ("cms-reco", "2024-08-02T09:02:00Z", "/cms/hi/h3"),
+    ("cms-reco", "2024-08-02T09:03:00Z", "/cms/other/x1"),
+]
+# A failed read recalled nothing.
+FAILED_READ = ("2024-08-01T10:06:00Z", "/cms/park/f5", "failed", "cms-reco")
+
+
 def doc(levels: tuple[str, ...] | None, length: int = 1520, size: int = 4_100_000_000_000) -> str:
     if levels is None:
         return json.dumps({"collocation_hints": {}})
@@ -105,7 +122,14 @@ def site(
     invoke(models_dsn, "ingest", "tapes", "--format", "csv", str(tapes))
     invoke(models_dsn, "ingest", "catalog", "--format", "csv", str(catalog))
     invoke(models_dsn, "ingest", "hints", "--format", "csv", str(hints))
-    build(models_dsn, select=["+fct_hint_groups", "+fct_hint_coverage"], log_dir=dbt_home / "dbt")
+    reads = write_csv(
+        folder / "reads.csv",
+        ["direction", "started_at", "path", "status", "requester"],
+        [("read", t, p, "ok", r) for r, t, p in RECALLS] + [("read", *FAILED_READ)],
+    )
+    invoke(models_dsn, "ingest", "transfers", "--format", "csv", str(reads))
+    marts = ["+fct_hint_groups", "+fct_hint_coverage", "+fct_hint_recall_groups"]
+    build(models_dsn, select=marts, log_dir=dbt_home / "dbt")
     yield models_dsn
     with psycopg.connect(models_dsn, autocommit=True) as conn:
         conn.execute("truncate tapelens.write_hints")
@@ -229,3 +253,49 @@ def test_report_hints_coverage_and_groups_print(site: str, tmp_path: Path) -> No
     assert plot.read_bytes().startswith(b"\x89PNG")
     result = CliRunner().invoke(cli, ["--dsn", site, "report", "hints", "--dataset-type", "RAW"])
     assert "report hints has no dataset type" in str(result.exception)
+
+
+def test_each_recall_campaign_shows_how_much_one_group_of_each_level_holds(site: str) -> None:
+    found = rows(
+        site,
+        "select campaign_start::text as start, level, files_recalled, hinted_files, groups,"
+        " top_group, top_group_files, top_group_share"
+        " from tapelens_marts.fct_hint_recall_groups order by campaign_start, level",
+    )
+    first = [
+        {
+            "start": "2024-08-01 10:00:00+00",
+            "level": n,
+            "files_recalled": 4,
+            "hinted_files": 4,
+            "groups": 2,
+            "top_group": " | ".join(PARKING[: n + 1]),
+            "top_group_files": 3,
+            "top_group_share": 0.75,
+        }
+        for n in range(4)
+    ]
+    second = [
+        {
+            "start": "2024-08-02 09:00:00+00",
+            "level": n,
+            "files_recalled": 3,
+            "hinted_files": 2,
+            "groups": 1,
+            "top_group": " | ".join(HIRAW[: n + 1]),
+            "top_group_files": 2,
+            "top_group_share": 1.0,
+        }
+        for n in range(4)
+    ]
+    assert found == first + second
+
+
+def test_report_hints_by_recall_pools_the_campaigns_per_level(site: str) -> None:
+    out = invoke(site, "report", "hints", "--by", "recall", "--format", "csv")
+    lines = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["level"], r["campaigns"], r["hinted_files"]) for r in lines] == [
+        (str(n), "2", "6") for n in range(4)
+    ]
+    # (3 + 2) of the 6 hinted files recalled sit in their campaign's largest group
+    assert [float(r["top_group_share"]) for r in lines] == [pytest.approx(5 / 6)] * 4

@@ -31,6 +31,7 @@ MARTS = {
     "fct_hinted_files",
     "fct_hint_coverage",
     "fct_hint_groups",
+    "fct_hint_recall_groups",
 }
 # Marts kept as views: computed from another mart whenever they are read.
 VIEWS = {"fct_dataset_tape_waste"}
