@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import candidate_bounds
 from tapelens.analysis.throughput.model import MB, ModelParams, default_params
+from tapelens.analysis.throughput.moves import from_load_point_s, move_s
 from tapelens.errors import InputError
 from tests.props import examples
 
@@ -46,20 +48,21 @@ def requests(
 
 
 def first_s(p: ModelParams, position: int, size: int = GB) -> float:
-    """A file read first on a mount: locate from the load point over the position - 1 objects
-    before it, overhead, stream."""
-    before = (position - 1) * size
-    locate = min(
-        p.first_locate_base_s + p.first_locate_slope_s * before / p.capacity_bytes,
-        p.locate_max_s,
+    """A file read first on a mount: the one price of the move from the load point to the
+    position - 1 objects before it, overhead, stream."""
+    before = float((position - 1) * size)
+    return (
+        float(from_load_point_s(p, np.array([before]))[0])
+        + p.overhead_s
+        + size / (p.rate_mb_s * MB)
     )
-    return locate + p.overhead_s + size / (p.rate_mb_s * MB)
 
 
-def locate_back_s(p: ModelParams, gap: int, size: int = GB) -> float:
-    """A file reached by locating over |gap| - 1 objects (backwards: always a locate)."""
-    skipped = (abs(gap) - 1) * size
-    locate = min(p.locate_base_s + p.locate_slope_s * skipped / p.capacity_bytes, p.locate_max_s)
+def locate_back_s(p: ModelParams, after: int, position: int, size: int = GB) -> float:
+    """A file reached from the end of the file at `after` by locating back (backwards: always
+    a locate), priced by the one price of a move; then overhead and stream."""
+    end, start = float(after * size), float((position - 1) * size)
+    locate = float(move_s(p, np.array([end]), np.array([start]), position - after)[0])
     return locate + p.overhead_s + size / (p.rate_mb_s * MB)
 
 
@@ -71,7 +74,8 @@ def test_one_tape_in_reverse_position_order_locates_back_for_every_read() -> Non
     result = serve_direct(
         requests([("A", 30), ("A", 20), ("A", 10)]), {"LTO-8": 1}, PARAMS, READERS
     )
-    expected = LTO8.mount_s + first_s(LTO8, 30) + 2 * locate_back_s(LTO8, -10) + LTO8.dismount_s
+    back = locate_back_s(LTO8, 30, 20) + locate_back_s(LTO8, 20, 10)
+    expected = LTO8.mount_s + first_s(LTO8, 30) + back + LTO8.dismount_s
     assert result.mounts == 1
     assert result.makespan_s == pytest.approx(expected)
     assert order_of_reads(result.reads) == [1, 2, 3]  # arrival order, not position order
