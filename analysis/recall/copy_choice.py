@@ -236,7 +236,7 @@ class _Model:
             lp.integrality_ = [highspy.HighsVarType.kContinuous] * n_x + [
                 highspy.HighsVarType.kInteger
             ] * self.n_tapes
-        with _banner_to_stderr():
+        with _no_banner():
             solver = highspy.Highs()
         solver.silent()
         solver.passModel(lp)
@@ -387,15 +387,17 @@ class _Model:
 
 
 @contextmanager
-def _banner_to_stderr() -> Iterator[None]:
-    """HiGHS prints its banner on the process's standard output when a solver is made, before
-    any option can silence it; stdout carries tapelens's data (a plan summary, CSV), so the
-    banner goes to stderr with the progress messages."""
+def _no_banner() -> Iterator[None]:
+    """HiGHS prints its copyright banner on the process's standard output when a solver is
+    made, before any option can silence it. stdout carries tapelens's data (a plan summary,
+    CSV) and stderr what tapelens itself says, so the banner goes to neither."""
     sys.stdout.flush()
     saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(2, 1)
+        os.dup2(devnull, 1)
         yield
     finally:
         os.dup2(saved, 1)
         os.close(saved)
+        os.close(devnull)

@@ -10,7 +10,7 @@ work was shared among requesters: Jain's fairness index over the requesters' thr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -30,6 +30,20 @@ COMPARISON_COLUMNS = (
     "requesters",
     "files",
 )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """table: one row per policy (COMPARISON_COLUMNS); served: one per policy and requester
+    (files, bytes, completion_s); not_found and unavailable: what every plan left out, the
+    same under every policy (the requests the catalog does not know, with their cause; the
+    files without a copy the drives can read, with the reason), so that a comparison never
+    counts fewer files than were asked without saying which."""
+
+    table: pl.DataFrame
+    served: pl.DataFrame
+    not_found: pl.DataFrame
+    unavailable: pl.DataFrame
 
 
 def default_policies(sharing: Sharing) -> tuple[str, ...]:
@@ -53,14 +67,16 @@ def compare_policies(
     options: PlanOptions,
     policies: Sequence[str],
     readable_by: Mapping[str, tuple[str, ...]] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One row per policy (COMPARISON_COLUMNS), and one per policy and requester (files,
-    bytes, completion_s). The baselines are left out: they do not depend on the policy."""
+) -> Comparison:
+    """The plans of the same requests under each policy, side by side (Comparison). The
+    baselines are left out: they do not depend on the policy."""
     rows, served = [], []
+    not_found = unavailable = pl.DataFrame()
     for policy in policies:
         sharing = replace(options.sharing, policy=policy)
         chosen = replace(options, sharing=sharing, baselines=False)
         plan = plan_recall(requests, catalog, params_by_media, chosen, readable_by)
+        not_found, unavailable = plan.not_found, plan.unavailable
         who = plan.requesters.filter(pl.col("completion_s").is_not_null())
         done = who["completion_s"]
         rates = [b / t for b, t in who.select("bytes", "completion_s").rows() if t and t > 0]
@@ -94,4 +110,9 @@ def compare_policies(
             "files": pl.Int64,
         },
     )
-    return table, pl.concat(served, how="vertical_relaxed") if served else pl.DataFrame()
+    return Comparison(
+        table,
+        pl.concat(served, how="vertical_relaxed") if served else pl.DataFrame(),
+        not_found,
+        unavailable,
+    )

@@ -13,7 +13,9 @@ known media type counts as readable. Nothing is ever dropped silently.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -90,7 +92,32 @@ def parse_requests(lines: list[str], name: str = "<requests>") -> pl.DataFrame:
     header = [c.strip().lower() for c in next(csv.reader([lines[first].lstrip("\ufeff")]))]
     if any(c in KEY_COLUMNS for c in header):
         return _parse_csv(lines, first, header, name)
+    if _looks_like_header(header):
+        # A header with a misspelled key column would otherwise become a request for a file
+        # called `pathx`, reported as not found among the rest.
+        known = (*KEY_COLUMNS, *OPTIONAL_COLUMNS)
+        close = [
+            m for c in header if c not in known for m in difflib.get_close_matches(c, known, n=1)
+        ]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ParseError(
+            name,
+            first + 1,
+            f"the header {lines[first].strip()!r} names none of {', '.join(KEY_COLUMNS)}{hint}",
+        )
     return _parse_plain(lines, name)
+
+
+def _looks_like_header(cells: list[str]) -> bool:
+    """Whether a first line that names no key column is still a CSV header: several plain
+    words (no path has none of '/'), or one word that is, or nearly is, a column's name."""
+    words = [c for c in cells if re.fullmatch(r"[a-z_][a-z0-9_ ]*", c)]
+    if len(words) != len(cells):
+        return False
+    if len(cells) > 1:
+        return True
+    known = (*KEY_COLUMNS, *OPTIONAL_COLUMNS)
+    return cells[0] in known or bool(difflib.get_close_matches(cells[0], known, n=1, cutoff=0.7))
 
 
 def _first_content_line(lines: list[str]) -> int | None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -311,3 +312,61 @@ def emit(frame: pl.DataFrame, fmt: str, output: str | None, *, keep: Sequence[st
         Path(output).write_text(text)
     if output:
         click.echo(f"wrote {frame.height} rows to {output} ({fmt})", err=True)
+
+
+SUMMARY_FORMATS = ("table", "json")
+
+
+def summary_format_option(fn: Callable[..., None]) -> Callable[..., None]:
+    """--format table|json for a command whose answer is one set of figures (a summary)."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(SUMMARY_FORMATS),
+        default="table",
+        show_default=True,
+        help="table: one figure a line, in units; json: the summary as a program reads it.",
+    )(fn)
+
+
+def flat_figures(summary: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """A nested summary as one level of figures, nested names joined with '.'."""
+    out: dict[str, object] = {}
+    for key, value in summary.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flat_figures(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            out[name] = ", ".join(str(v) for v in value) if value else "-"
+        else:
+            out[name] = value
+    return out
+
+
+def _has_unit(name: str) -> bool:
+    """Whether human_units gives a column of this name a unit (or a count's whole number)."""
+    return bool(
+        re.search(r"(_s|_h|_bytes)$|^bytes(_|$)|_share$|^occupancy$", name) or _is_count(name)
+    )
+
+
+def emit_summary(summary: Mapping[str, object], fmt: str) -> None:
+    """Print a summary: as JSON (indented, raw numbers), or as a table of one figure a line
+    with the units every table uses (chosen by the figure's name)."""
+    if fmt == "json":
+        click.echo(json.dumps(summary, indent=2, default=_json_default))
+        return
+    figures = flat_figures(summary)
+    rows = []
+    for name, value in figures.items():
+        # The unit comes from the nearest name that is a figure's, not a key's
+        # (drive_busy_share.LTO-8#1 is a share, requester_done_s.alice a duration).
+        parts = list(reversed(name.split(".")))
+        leaf = next((p for p in parts if _has_unit(p)), parts[0])
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            rows.append((name, _cell(value)))
+            continue
+        shown = human_units(pl.DataFrame({leaf: [value]}))[leaf][0]
+        rows.append((name, _cell(shown)))
+    frame = pl.DataFrame(rows, schema={"figure": pl.String, "value": pl.String}, orient="row")
+    click.echo(table_fitted(frame, None)[0], nl=False)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import polars as pl
 
 from tapelens.analysis.recall import export as plan_export
 from tapelens.analysis.recall import store as plan_store
@@ -28,7 +29,7 @@ from tapelens.cli.common import (
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
-from tapelens.cli.output import emit, format_option
+from tapelens.cli.output import emit, emit_summary, format_option, summary_format_option
 from tapelens.cli.progress import EVERY_S, Progress
 from tapelens.db import connection
 from tapelens.errors import InputError
@@ -168,10 +169,70 @@ def recall(
     )
     for path in written:
         click.echo(f"wrote {path}", err=True)
+    say_left_out(result.not_found, result.unavailable, written, "-o FILE")
     if to_stdout:
         click.echo(json.dumps(result.summary, indent=2))
     else:
         click.echo(plan_export.summary_text(result.summary), nl=False)
+
+
+LISTED = 5  # left-out entries named on stderr when no file lists them
+
+
+def _write_left_out(not_found: pl.DataFrame, unavailable: pl.DataFrame, beside: Path) -> list[Path]:
+    """The requests not found and the files unavailable beside `beside` (FILE.not_found.csv,
+    FILE.unavailable.csv), as plan recall -o writes them; only those there are."""
+    written = []
+    if not_found.height:
+        target = beside.parent / f"{beside.stem}.not_found.csv"
+        cause = ["cause"] if "cause" in not_found.columns else []
+        not_found.select(
+            pl.col("line_no").alias("line"), "kind", "key", "requester", *cause
+        ).write_csv(target)
+        written.append(target)
+    if unavailable.height:
+        target = beside.parent / f"{beside.stem}.unavailable.csv"
+        unavailable.select("path", "file_id", "size_bytes", "reason").write_csv(target)
+        written.append(target)
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
+    return written
+
+
+def say_left_out(
+    not_found: pl.DataFrame, unavailable: pl.DataFrame, written: list[Path], option: str
+) -> None:
+    """Count on stderr what a plan left out, by cause, and say where its list is: the file
+    written beside the output, else the first few named here and the option that lists all."""
+    for frame, what, cause in (
+        (not_found, "request not found", "cause"),
+        (unavailable, "file unavailable", "reason"),
+    ):
+        if frame.height == 0:
+            continue
+        if cause not in frame.columns:  # the catalog read names no cause: it is not there
+            frame = frame.with_columns(pl.lit("not in the catalog").alias(cause))
+        causes = frame.group_by(pl.col(cause).str.replace(r" \(.*\)$", "")).len()
+        why = ", ".join(f"{c}: {n:,}" for c, n in causes.sort("len", descending=True).iter_rows())
+        noun = (
+            what
+            if frame.height == 1
+            else what.replace("request", "requests", 1).replace("file ", "files ", 1)
+        )
+        stem = "not_found" if cause == "cause" else "unavailable"
+        listed = [p for p in written if p.name.endswith(f"{stem}.csv")]
+        if listed:
+            click.echo(f"tapelens: {frame.height:,} {noun} ({why}): {listed[0]}", err=True)
+            continue
+        click.echo(f"tapelens: {frame.height:,} {noun} ({why}):", err=True)
+        for row in frame.head(LISTED).iter_rows(named=True):
+            name = row.get("key") or row.get("path") or row.get("file_id")
+            line = f"line {row['line_no']}: " if row.get("line_no") is not None else ""
+            click.echo(f"  {line}{name} ({row.get(cause) or '?'})", err=True)
+        if frame.height > LISTED:
+            click.echo(
+                f"  ... {frame.height - LISTED:,} more: {option} lists them all beside it", err=True
+            )
 
 
 class _Steps(Progress):
@@ -241,26 +302,34 @@ def policies_cmd(
         catalog, params, readers = plan_store.planning_inputs(
             conn, asked, note=lambda line: click.echo(f"tapelens: {line}", err=True)
         )
-    table, served = compare_policies(asked, catalog, params, options, chosen, readers)
-    if table["files"].sum() == 0:
+    compared = compare_policies(asked, catalog, params, options, chosen, readers)
+    if compared.table["files"].sum() == 0:
         raise InputError("nothing to recall: no requested file has a readable copy on these drives")
-    emit(served if by_requester else table, fmt, output)
+    written = []
+    if output:
+        written = _write_left_out(compared.not_found, compared.unavailable, Path(output))
+    say_left_out(compared.not_found, compared.unavailable, written, "-o FILE")
+    frame = compared.served if by_requester else compared.table
+    emit(frame, fmt, output, keep=("makespan_s", "mounts", "fairness", "files"))
 
 
 @plan.command("compare")
 @click.argument("name")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Per-file comparison CSV.")
+@summary_format_option
 @pass_app
-def compare(app: App, name: str, output: str | None) -> None:
-    """Compare a saved plan with what the transfers show since it was saved.
+def compare(app: App, name: str, output: str | None, fmt: str) -> None:
+    """Compare a saved plan with what the transfers show since it was saved: a table of the
+    figures, or JSON with --format json.
 
     \b
     Example:
         tapelens plan compare campaign-2024-06 -o compared.csv
+        tapelens plan compare campaign-2024-06 --format json
     """
     with connection(app.dsn(), autocommit=True) as conn:
         result = plan_store.compare_plan(conn, name)
     if output:
         result.files.write_csv(output)
         click.echo(f"wrote {output}", err=True)
-    click.echo(plan_store.summary_json(result))
+    emit_summary({"plan": result.name, **result.summary}, fmt)

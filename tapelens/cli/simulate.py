@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 import numpy as np
 
+from tapelens.analysis.recall.policies import DEFAULT_POLICY
 from tapelens.analysis.sim import io as sim_io
 from tapelens.analysis.sim.simulator import (
     DEFAULT_CLIENT_DELAY_S,
@@ -29,6 +29,7 @@ from tapelens.cli.common import (
     order_option,
     pass_app,
 )
+from tapelens.cli.output import emit_summary, summary_format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
 
@@ -39,9 +40,18 @@ from tapelens.errors import InputError
 @click.argument("plan", required=False, type=click.Path(dir_okay=False))
 @click.option("--requests", "requests_file", type=click.Path(), help="A request list instead.")
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), help="Default: planned with a PLAN.")
-@click.option("--policy", type=click.Choice(POLICIES), default="time-slider", show_default=True)
+@click.option(
+    "--policy",
+    type=click.Choice(POLICIES),
+    default=DEFAULT_POLICY,
+    show_default=True,
+    help="Which waiting tape a free drive takes, as plan recall's --policy (the simulator"
+    " models these three of its policies).",
+)
 @click.option(
     "--drives",
+    "drives",
+    metavar="SPEC",
     help="Drive types and counts, e.g. LTO8:6,LTO7:4 (default: the plan's; for --requests,"
     " the online drives of `tapelens drives`).",
 )
@@ -66,15 +76,18 @@ from tapelens.errors import InputError
 @click.option("--summary", "summary_file", type=click.Path(dir_okay=False), help="Summary JSON.")
 @click.option("--events", "events_file", type=click.Path(dir_okay=False), help="Events Parquet.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Occupancy PNG.")
+@summary_format_option
 @pass_app
 def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) -> None:
     """Simulate a recall: a PLAN (from `tapelens plan recall -o`) or --requests FILE.
 
-    Prints the summary JSON (makespan_s, mounts, rate_mb_s, drive use, retries).
+    Prints the summary (makespan_s, mounts, rate_mb_s, drive use, retries): a table, or JSON
+    with --format json (--summary FILE writes the JSON too).
 
     \b
     Example:
         tapelens simulate plan.csv --plot occupancy.png
+        tapelens simulate plan.csv --format json
         tapelens simulate --requests files.txt --drives LTO8:4 --scheduler sorted \\
             --window 2000 --fault network:2h:3h --retry immediate
     """
@@ -113,4 +126,4 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
         sim_io.write_events(opts["events_file"], result)
     if opts["plot_file"]:
         sim_io.plot_occupancy(opts["plot_file"], result.events, f"{scheduler} ({config.policy})")
-    click.echo(json.dumps(summary, indent=1))
+    emit_summary(summary, opts["fmt"])

@@ -12,7 +12,15 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from tapelens.cli.output import LONG_CELL, emit, format_option, human_units, render, table_fitted
+from tapelens.cli.output import (
+    LONG_CELL,
+    emit,
+    emit_summary,
+    format_option,
+    human_units,
+    render,
+    table_fitted,
+)
 
 FRAME = pl.DataFrame(
     {
@@ -136,3 +144,32 @@ def test_columns_named_are_all_printed_at_80_columns(monkeypatch: pytest.MonkeyP
     assert result.exit_code == 0, result.output
     headers = {w for line in result.stdout.split("\n\n") for w in line.splitlines()[0].split()}
     assert headers == set(asked.split(",")) and "more column" not in result.stderr
+
+
+def test_a_summary_prints_one_figure_a_line_in_units_or_as_json() -> None:
+    summary = {
+        "files": 739,
+        "makespan_s": 3220.4,
+        "drive_busy_share": {"LTO-9#1": 0.916},
+        "requester_done_s": {"default": 2843.1},
+        "drives": {"LTO-9": 2},
+        "not_found": [],
+    }
+
+    @click.command()
+    @click.option("--json", "as_json", is_flag=True)
+    def show(as_json: bool) -> None:
+        emit_summary(summary, "json" if as_json else "table")
+
+    table = CliRunner().invoke(show, []).stdout.splitlines()
+    figures = dict(line.split(None, 1) for line in table[1:])
+    assert table[0].split() == ["figure", "value"]
+    assert figures == {
+        "files": "739",
+        "makespan_s": "0:53:40",
+        "drive_busy_share.LTO-9#1": "91.6%",
+        "requester_done_s.default": "0:47:23",
+        "drives.LTO-9": "2",
+        "not_found": "-",
+    }
+    assert json.loads(CliRunner().invoke(show, ["--json"]).stdout) == summary

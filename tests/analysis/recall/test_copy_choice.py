@@ -171,7 +171,8 @@ def test_many_small_instances_against_brute_force(limit: int) -> None:
 
 def test_the_solver_prints_nothing_on_standard_output() -> None:
     # Standard output carries data (a plan summary with --summary -, CSV): the MILP solver's
-    # banner must not land in it, whatever the solver version prints.
+    # banner must not land in it, whatever the solver version prints; stderr carries what
+    # tapelens says, and no third-party copyright line either.
     code = (
         "from tests.analysis.recall.test_copy_choice import instance;"
         "from tapelens.analysis.recall.copy_choice import choose_copies;"
@@ -183,3 +184,4 @@ def test_the_solver_prints_nothing_on_standard_output() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout == "milp\n"
+    assert "HiGHS" not in out.stderr and "licence" not in out.stderr  # nor on stderr

@@ -138,7 +138,14 @@ def test_plan_recall_writes_plan_exports_and_saves_then_compares(site: str, tmp_
             " where plan_name = 'campaign-1' and volume = 'A1' and read_order <= 8"
             " order by read_order limit 4"
         )
-    compared = runner.invoke(cli, ["--dsn", site, "plan", "compare", "campaign-1"])
+    as_table = runner.invoke(cli, ["--dsn", site, "plan", "compare", "campaign-1"])
+    assert as_table.exit_code == 0, as_table.output + repr(as_table.exception)
+    lines = as_table.stdout.splitlines()
+    assert lines[0].split() == ["figure", "value"]
+    assert ["files_read", "4"] in [line.split() for line in lines]
+    compared = runner.invoke(
+        cli, ["--dsn", site, "plan", "compare", "campaign-1", "--format", "json"]
+    )
     assert compared.exit_code == 0, compared.output + repr(compared.exception)
     figures = json.loads(compared.stdout)
     assert figures["plan"] == "campaign-1"
@@ -363,3 +370,30 @@ def test_the_plan_steps_ticker_stops_with_the_plan() -> None:
     with _Steps("reading", tick_s=0.01) as steps:
         pass
     assert not steps.ticking
+
+
+def test_what_a_plan_leaves_out_is_counted_and_named_on_stderr(site: str, tmp_path: Path) -> None:
+    """Without -o the requests not found and the files unavailable are named on stderr with
+    their cause; with -o (recall or policies) they are listed beside the output and the stderr
+    line says where."""
+    asked = tmp_path / "asked.csv"
+    asked.write_text("dataset,path\nD,\n,/store/Z/z0\n,/store/nope\n")
+    runner = CliRunner()
+    plain = runner.invoke(cli, ["--dsn", site, "plan", "recall", str(asked), "--drives", "LTO8:2"])
+    assert plain.exit_code == 0, plain.output
+    assert "1 request not found (not in the catalog: 1):\n  line 4: /store/nope" in plain.stderr
+    assert "1 file unavailable (tape disabled: 1):\n  /store/Z/z0 (tape disabled)" in plain.stderr
+    base = ["--dsn", site, "plan", "policies", str(asked), "--drives", "LTO8:2"]
+    compared = runner.invoke(cli, [*base, "--policy", "fifo"])
+    assert compared.exit_code == 0, compared.output
+    assert "1 request not found (not in the catalog: 1):" in compared.stderr
+    assert "/store/Z/z0 (tape disabled)" in compared.stderr
+    out = tmp_path / "policies.csv"
+    written = runner.invoke(cli, [*base, "--policy", "fifo", "-o", str(out)])
+    assert written.exit_code == 0, written.output
+    missing = pl.read_csv(tmp_path / "policies.not_found.csv")
+    assert missing.select("line", "key").rows() == [(4, "/store/nope")]
+    lost = pl.read_csv(tmp_path / "policies.unavailable.csv")
+    assert lost.select("path", "reason").rows() == [("/store/Z/z0", "tape disabled")]
+    assert f"(tape disabled: 1): {tmp_path / 'policies.unavailable.csv'}" in written.stderr
+    assert pl.read_csv(out)["files"].to_list() == [10]

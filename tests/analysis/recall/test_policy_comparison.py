@@ -42,7 +42,9 @@ def test_a_late_small_request_is_served_sooner_under_fair_sharing() -> None:
         ]
     )
     chosen = ("fifo", "equal")
-    table, served = compare_policies(asked, catalog(rows), PARAMS, options("LTO8:2"), chosen)
+    compared = compare_policies(asked, catalog(rows), PARAMS, options("LTO8:2"), chosen)
+    table, served = compared.table, compared.served
+    assert compared.not_found.height == 0 and compared.unavailable.height == 0
     assert table.columns == list(COMPARISON_COLUMNS)
     assert table["policy"].to_list() == list(chosen)
     assert table["files"].to_list() == [121, 121] and table["requesters"].to_list() == [2, 2]

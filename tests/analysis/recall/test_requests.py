@@ -53,6 +53,18 @@ def test_csv_with_every_column() -> None:
         ("path,priority\n/a,high\n", 2, "priority 'high' is not an integer"),
         ("path,submitted_at\n/a,yesterday\n", 2, "not an ISO 8601 time"),
         ("path\n/a,b\n", 2, "2 fields, the header has 1"),
+        # A header that names no key column is a header, not a request for a file 'pathx'.
+        (
+            "pathx\n/a\n",
+            1,
+            "the header 'pathx' names none of path, file_id, dataset; did you mean path?",
+        ),
+        (
+            "# asked\nfile,requester\nx,bob\n",
+            2,
+            "names none of path, file_id, dataset; did you mean file_id?",
+        ),
+        ("requester\nbob\n", 1, "the header 'requester' names none of path, file_id, dataset"),
     ],
 )
 def test_bad_lines_name_file_line_and_reason(text: str, line: int, reason: str) -> None:

@@ -95,7 +95,7 @@ def test_simulate_command_writes_summary_events_and_plot(catalog: str, tmp_path:
     args = ["--dsn", catalog, "simulate", "--requests", str(request_file(tmp_path))]
     args += ["--drives", "LTO8:2", "--summary", str(summary), "--events", str(events)]
     args += ["--plot", str(plot), "--fault", "drive:LTO-8#1:100:1h", "--retry", "cycle:1"]
-    result = CliRunner().invoke(cli, args)
+    result = CliRunner().invoke(cli, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     assert printed == json.loads(summary.read_text())
@@ -109,6 +109,13 @@ def test_simulate_command_writes_summary_events_and_plot(catalog: str, tmp_path:
         frame.filter(pl.col("kind") == "read").height == printed["reads"] - printed["failed_reads"]
     )
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # As a table (the default): one figure a line, in the units every table uses.
+    table = CliRunner().invoke(cli, args)
+    assert table.exit_code == 0, table.output
+    figures = dict(line.split(None, 1) for line in table.stdout.splitlines()[1:])
+    assert figures["files"] == "11" and figures["scheduler"] == "sorted"
+    assert figures["policy"] == "by-demand"  # plan recall's default
+    assert figures["makespan_s"].count(":") == 2 and figures["rate_mb_s"].endswith(" MB/s")
 
 
 def test_a_plan_file_simulates_close_to_its_prediction(catalog: str, tmp_path: Path) -> None:
@@ -130,6 +137,7 @@ def test_a_plan_file_simulates_close_to_its_prediction(catalog: str, tmp_path: P
     summary, plot = tmp_path / "summary.json", tmp_path / "occupancy.png"
     # Options after PLAN, as README and --help show them.
     argv = ["--dsn", catalog, "simulate", str(path), "--summary", str(summary), "--plot", str(plot)]
+    argv += ["--format", "json"]
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
