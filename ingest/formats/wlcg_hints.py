@@ -55,7 +55,8 @@ class Hints:
 
     def digest(self) -> str:
         """md5 of the levels (or of the raw text when unreadable): one row per distinct hint."""
-        key = json.dumps([self.levels, self.raw if self.refused else None])
+        parts = [self.raw or ""] if self.refused else [v or "" for v in self.levels]
+        key = "\x1f".join(["raw" if self.refused else "levels", *parts])
         return hashlib.md5(key.encode(), usedforsecurity=False).hexdigest()
 
     def columns(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import polars as pl
 import psycopg
@@ -97,17 +97,19 @@ def _records(
     """The batches of a file of hint records, one record a line after a header."""
     layout = CsvColumns(known, required, options, lambda _: None)
     rules = DatasetRules(experiment=options.extra.get("experiment_rule"))
-    tabs: bool | None = None
+    tabs: _TabColumns | None = None
+    first = True
     with LineReader(path) as reader:
         out = Collector(reader, options, WRITE_HINTS)
         for line in reader:
             if not line.text.strip():
                 out.skip()
                 continue
-            if tabs is None:  # mysql -B separates with tabs; an export, with commas
-                tabs = "\t" in line.text
+            if first:  # mysql -B separates with tabs; an export, with commas
+                first = False
+                tabs = _TabColumns(layout) if "\t" in line.text else None
             try:
-                record = _tab_record(layout, line) if tabs else layout.read(line)
+                record = tabs.read(line) if tabs is not None else layout.read(line)
                 made = None if record is None else make_row(record, options)
             except FieldError as exc:
                 out.reject(line, str(exc))
@@ -124,14 +126,32 @@ def _records(
         yield _with_experiment(out.flush(), rules)
 
 
-def _tab_record(layout: CsvColumns, line: Line) -> dict[str, str] | None:
-    """A `mysql -B` line by column name: fields unescaped, NULL as an empty field."""
-    fields = [_unescape(f) for f in line.text.split("\t")]
-    joined = ",".join(_csv_quoted(f) for f in fields)
-    record = layout.read(Line(line.no, joined))
-    if record is None:
-        return None
-    return {k: "" if v == "NULL" else v for k, v in record.items()}
+class _TabColumns:
+    """`mysql -B` lines by column name: the header (read as CsvColumns reads one, with its
+    renames and required columns), then fields unescaped, NULL as an empty field."""
+
+    def __init__(self, layout: CsvColumns) -> None:
+        self.layout = layout
+        self.names: tuple[str, ...] | None = None
+        self.header = ""
+
+    def read(self, line: Line) -> dict[str, str] | None:
+        fields = line.text.split("\t")
+        if self.names is None:
+            joined = ",".join(_csv_quoted(f) for f in fields)
+            self.layout.read(Line(line.no, joined))  # the header, or a FieldError
+            if self.layout.fixed is None:
+                raise FieldError("the first line is not a header naming the columns")
+            self.names, self.header = self.layout.fixed, line.text
+            return None
+        if line.text == self.header:  # concatenated exports repeat it
+            return None
+        if len(fields) != len(self.names):
+            raise FieldError(f"{len(fields)} fields where {len(self.names)} are expected")
+        return {
+            n: "" if f == "NULL" else (_unescape(f) if "\\" in f else f)
+            for n, f in zip(self.names, fields, strict=True)
+        }
 
 
 def _unescape(field: str) -> str:
@@ -232,9 +252,14 @@ def _where(record: dict[str, str]) -> tuple[str | None, str | None]:
 def _url_path(url: str) -> str:
     """The path of a storage URL (davs://host:port//eos/x -> /eos/x), or the path itself."""
     value = url.strip()
-    if "://" in value:
-        parts = urlsplit(value)
-        value = unquote(parts.path)
+    scheme = value.find("://")
+    if scheme >= 0:
+        start = value.find("/", scheme + 3)
+        value = "" if start < 0 else value[start:]
+        cut = min((i for i in (value.find("?"), value.find("#")) if i >= 0), default=len(value))
+        value = value[:cut]
+        if "%" in value:
+            value = unquote(value)
     value = "/" + value.lstrip("/") if value.startswith("/") else value
     if not value:
         raise FieldError(f"URL {quote(url)} has no path")
