@@ -313,13 +313,16 @@ def _object(line: str, clock: _Clock) -> dict[str, Any] | None:
         return None
     obj: dict[str, Any] = {"hostname": found["host"]}
     rest = found["body"]
+    # One pass over the pairs; what is left must be blank (no copy of the rest at each pair:
+    # a CTA line holds some thirty of them).
     at = 0
-    while at < len(rest) and not rest[at:].isspace():
-        pair = _PAIR.match(rest, at)
-        if pair is None:
-            raise FieldError(f'expected key="value" at character {at + 1} of the message')
+    pair = _PAIR.match(rest, at)
+    while pair is not None:
         obj[_KV_NAMES.get(pair[1], pair[1])] = pair[2]
         at = pair.end()
+        pair = _PAIR.match(rest, at)
+    if rest[at:].strip():
+        raise FieldError(f'expected key="value" at character {at + 1} of the message')
     if "mon" in found.groupdict():
         month = _MONTHS.get(found["mon"])
         if month is None:
