@@ -91,6 +91,17 @@ def parse_size(text: str, units: dict[str, int] = BINARY_UNITS) -> int | None:
     return value if value <= INT64_MAX else None
 
 
+def size_bound(text: str, units: dict[str, int] = BINARY_UNITS) -> int | None:
+    """How far the bytes a printed size stands for may be from parse_size's value: half a unit
+    of its last digit ("1.5 GB": 0.05 GiB), None for a count of bytes (exact) or a non-size."""
+    m = _SIZE.match(text)
+    factor = units.get((m.group(2) or "B").upper()) if m else None
+    if m is None or factor is None or factor == 1:
+        return None
+    decimals = len(m.group(1).partition(".")[2])
+    return factor // (2 * 10**decimals)
+
+
 def parse_iso_utc(text: str) -> datetime | None:
     """ISO 8601 date/time ('2019-04-26 02:25:11', '...T...Z', '+02:00'), naive = UTC."""
     m = _ISO.match(text.strip())

@@ -126,7 +126,8 @@ def _parse(path: str | Path, options: ParseOptions, by_blocks: bool) -> Iterator
 
 
 def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:
-    """Canonical rows from volume, path, size_bytes, position, offset_bytes, written_at."""
+    """Canonical rows from volume, path, size_bytes, position, offset_bytes, written_at (and
+    size_bound_bytes where the sizes were printed rounded)."""
     place = aggregate_at(pl.col("volume"), pl.col("position"))
     return conform_with_lines(
         "catalog",
@@ -137,6 +138,7 @@ def rows(frame: pl.DataFrame, source: str, copy_id: pl.Expr) -> pl.DataFrame:
             pl.col("path").alias("file_id"),
             "path",
             "size_bytes",
+            *(["size_bound_bytes"] if "size_bound_bytes" in frame.columns else []),
             "volume",
             "position",
             "offset_bytes",

@@ -5,7 +5,11 @@
 The listing names neither its volume nor when it was taken: the volume comes from
 ParseOptions.volume or the file name (`<VOLUME>.qcontent...`), written_at from
 options.extra["listed_at"] (ISO time; the listing has no write dates). Sizes carry thousands
-separators and a unit ("73,191 B", "1.5 GB"; 1 KB = 1024 B). Position and offsets: tsm_ranks.py.
+separators and a unit ("73,191 B", "1.5 GB"; 1 KB = 1024 B). A size in a unit above bytes is
+rounded to the digits printed: it is stored with its rounding bound in size_bound_bytes (half a
+unit of the last digit: 0.05 GiB for "1.5 GB") and the load says that sizes are approximate, as
+for CTA's text table. Position and offsets: tsm_ranks.py (offsets summed from such sizes are as
+approximate).
 Identity (contract): file_id = path = filespace + file name, copy_id =
 "volume:position:offset" (offset empty when 0 or none), copy_no 1.
 """
@@ -20,7 +24,13 @@ import polars as pl
 from tapelens.errors import ConfigError
 from tapelens.ingest.canonical import UTC_TIME
 from tapelens.ingest.formats.base import Batch, ParseOptions
-from tapelens.ingest.formats.fields import is_message, parse_iso_utc, parse_size, quote
+from tapelens.ingest.formats.fields import (
+    is_message,
+    parse_iso_utc,
+    parse_size,
+    quote,
+    size_bound,
+)
 from tapelens.ingest.formats.linewise import Lines, run
 from tapelens.ingest.formats.tsm_contents import KEPT, KEPT_TYPES, rows, split_fields
 from tapelens.ingest.formats.tsm_ranks import VolumeRanks, aggregated, fraction
@@ -31,6 +41,13 @@ FORMAT = "tsm-qcontent"
 N_FIELDS = 13
 FILESPACE, FILE_NAME, AGGREGATED, SIZE, SEGMENT = 2, 5, 7, 8, 9
 NAME_MARK = ".qcontent"
+COLUMNS = (*KEPT[:-1], "size_bound_bytes")
+TYPES: dict[str, pl.DataType] = {**KEPT_TYPES, "size_bound_bytes": pl.Int64()}
+APPROXIMATE = (
+    "sizes are approximate: query content prints them to the digits shown of KB, MB, GB or TB"
+    " (size_bound_bytes keeps each copy's rounding bound); select * from contents gives exact"
+    " sizes"
+)
 
 
 def volume_of(options: ParseOptions, path: str | Path) -> str:
@@ -89,12 +106,11 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             out.reject(no, text, "filespace and file name are empty")
         else:
             path_text = fields[FILESPACE] + fields[FILE_NAME]
-            out.keep(no, text, (volume, path_text, size, position, offset))
+            bound = size_bound(fields[SIZE])
+            out.keep(no, text, (volume, path_text, size, position, offset, bound))
 
     def finish(lines: Lines) -> pl.DataFrame:
-        frame = lines.frame(KEPT_TYPES).with_columns(
-            pl.lit(listed_at, UTC_TIME).alias("written_at")
-        )
+        frame = lines.frame(TYPES).with_columns(pl.lit(listed_at, UTC_TIME).alias("written_at"))
         offset = pl.col("offset_bytes")
         copy_id = pl.concat_str(
             [
@@ -107,4 +123,9 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         )
         return rows(frame, options.source, copy_id)
 
-    yield from run(path, options, KEPT[:-1], handle, finish)
+    told = False
+    for batch in run(path, options, COLUMNS, handle, finish):
+        if not told and batch.frame["size_bound_bytes"].is_not_null().any():
+            batch.notes.append(APPROXIMATE)
+            told = True
+        yield batch

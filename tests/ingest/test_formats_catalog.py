@@ -454,6 +454,26 @@ def test_tsm_qcontent_sizes_ranks_and_volume_from_file_name() -> None:
     assert skipped == 3  # blank, continuation segment, server message
 
 
+def test_tsm_qcontent_rounded_sizes_keep_their_bound() -> None:
+    """A size printed in a unit above bytes stands for any count within half a unit of its last
+    digit: "1.5 KB" is 1,536 +- 51 bytes, "2 MB" 2 MiB +- 512 KiB, "1.5 GB" +- 0.05 GiB; a count
+    of bytes ("73,191 B") is exact. The load says the sizes are approximate."""
+    batches = list(
+        tsm_qcontent.parse(
+            DATA / "VTS104L7.qcontent.txt", options=ParseOptions("tsm", extra={"listed_at": LISTED})
+        )
+    )
+    rows = [r for b in batches for r in b.frame.iter_rows(named=True)]
+    assert [(r["size_bytes"], r["size_bound_bytes"]) for r in rows] == [
+        (73191, None),
+        (1536, 1024 // 20),
+        (2 * 1024**2, 1024**2 // 2),
+        (1610612736, 1024**3 // 20),
+        (0, None),
+    ]
+    assert [n for b in batches for n in b.notes] == [tsm_qcontent.APPROXIMATE]
+
+
 def test_tsm_qcontent_volume_option_and_required_settings(tmp_path: Path) -> None:
     frame, _, _ = parse(
         tsm_qcontent, DATA / "VTS104L7.qcontent.txt", volume="X1L7", extra={"listed_at": LISTED}
