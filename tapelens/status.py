@@ -18,6 +18,7 @@ CANONICAL_TABLES = (
     "tape_files",
     "transfers",
     "mounts",
+    "write_hints",
     "ingest_runs",
     "ingest_rejects",
 )
