@@ -143,12 +143,13 @@ class _Sessions:
             tape = ("tape", host, volume)
             session = self.waiting.get(tape)
             if session is not None:
-                inside = [
-                    (ln, r)
-                    for ln, r in session.files
-                    if r["started_at"] <= end and (start is None or r["started_at"] >= start)
-                ]
-                session.files = [f for f in session.files if f not in inside]
+                inside: list[tuple[Line, dict[str, Any]]] = []
+                outside: list[tuple[Line, dict[str, Any]]] = []
+                for item in session.files:
+                    at = item[1]["started_at"]
+                    within = at <= end and (start is None or at >= start)
+                    (inside if within else outside).append(item)
+                session.files = outside
                 _join(found, inside)
                 if not session.files:
                     del self.waiting[tape]

@@ -227,3 +227,35 @@ def test_both_cta5_forms_load_the_same_rows(dsn: str) -> None:
         ("7700002", "L90112", "IBM355-LTO9-03", 1),
         ("7800001", "L90230", "IBM355-LTO9-04", 1),
     ]
+
+
+def test_reads_without_a_mount_id_find_their_session_by_tape_and_time(tmp_path: Path) -> None:
+    """Reads that name their tape but no mountId and no drive: the session line of that tape on
+    that host takes those within its time span (totalTime before it); a read of the same tape
+    before that span belongs to an earlier session whose line is not in the file: it keeps its
+    tape, without a drive."""
+    log = tmp_path / "cta-taped.log-20230105"
+    head = 'tpsrv102 cta-taped: LVL="INFO" PID="{pid}" TID="{tid}" MSG="{msg}" '
+    read = 'tapeVid="L7" thread="TapeRead" fileId="{f}" fSeq="{f}" totalTime="5.0" dataVolume="1" '
+    lines = [
+        "Jan  4 09:00:00.000000 "
+        + head.format(pid=5, tid=6, msg=cta_taped.READ_OK)
+        + read.format(f=1),
+        "Jan  4 10:00:10.000000 "
+        + head.format(pid=7, tid=8, msg=cta_taped.READ_OK)
+        + read.format(f=2),
+        "Jan  4 10:00:20.000000 "
+        + head.format(pid=7, tid=8, msg=cta_taped.READ_OK)
+        + read.format(f=3),
+        "Jan  4 10:01:00.000000 "
+        + head.format(pid=1, tid=1, msg=cta_taped.SESSION_END)
+        + 'tapeVid="L7" tapeDrive="D9" status="success" totalTime="70.0" ',
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    reads, rejects, _ = rows_of(cta_taped.parse, log, ParseOptions(source="cta"))
+    assert rejects == {}
+    assert sorted((r["file_id"], r["volume"], r["drive"]) for r in reads) == [
+        ("1", "L7", None),
+        ("2", "L7", "D9"),
+        ("3", "L7", "D9"),
+    ]
