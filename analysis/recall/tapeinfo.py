@@ -35,12 +35,10 @@ decodes the file's first line only).
 from __future__ import annotations
 
 import csv
-import json
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
 
 import polars as pl
 
@@ -61,14 +59,6 @@ _HEX = re.compile(r"[0-9A-Fa-f]+")
 _PATH_SAFE = "/!$&'()*+,;=:@-._~"
 _NEEDS_QUOTING = r"[^A-Za-z0-9/!$&'()*+,;=:@._~-]"
 LEFT_OUT_SCHEMA = {"path": pl.String, "file_id": pl.String, "cause": pl.String}
-
-
-class EnditHint(TypedDict):
-    """One file's entry in ENDIT's hint file."""
-
-    volid: str
-    order: int
-    size: int
 
 
 def parse_path_map(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -207,11 +197,13 @@ def write_tapeinfo(
         bad = files.filter(pl.col("path").str.contains(",", literal=True))["path"][0]
         raise InputError(f"a path holds a comma, which tapefiles.txt cannot: {bad!r} (use json)")
     if fmt == "json":
-        tape_map = {t: {"capacity": c, "filled": f} for t, c, f in tapes.rows()}
-        file_map = {p: {"size": s, "tapeid": t} for p, s, t in files.rows()}
         targets = (directory / "tapes.json", directory / "tapefiles.json")
-        targets[0].write_text(json.dumps(tape_map, indent=1) + "\n")
-        targets[1].write_text(json.dumps(file_map, indent=1) + "\n")
+        targets[0].write_text(
+            _json_object(tapes, "tape", capacity=pl.col("capacity_kb"), filled=pl.col("filled_kb"))
+        )
+        targets[1].write_text(
+            _json_object(files, "path", size=pl.col("size_kb"), tapeid=pl.col("tape"))
+        )
         return list(targets)
     targets = (directory / "tapes.txt", directory / "tapefiles.txt")
     for frame, target in zip((tapes, files), targets, strict=True):
@@ -232,12 +224,61 @@ def canonical_pnfsid(text: str) -> str | None:
 REFUSED_SCHEMA = {"line": pl.Int64, "text": pl.String, "reason": pl.String}
 
 
+def _json_object(frame: pl.DataFrame, key: str, **fields: pl.Expr) -> str:
+    """A JSON object, one entry a line: "<key>": {fields}. Encoded by Polars a column at a
+    time (a million paths in a second), keys and values escaped as JSON needs."""
+    # A struct of the key alone encodes as {"k":"..."}: the key's JSON string is inside.
+    quoted = pl.struct(k=pl.col(key)).struct.json_encode().str.slice(5).str.strip_suffix("}")
+    value = pl.struct([expr.alias(name) for name, expr in fields.items()]).struct.json_encode()
+    lines = frame.select((pl.lit(" ") + quoted + pl.lit(": ") + value).str.join(",\n")).item()
+    return "{\n" + (lines + "\n" if lines else "") + "}\n"
+
+
 def read_pnfsid_map(path: Path, strict: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A site's path -> pnfsid list: (path, pnfsid) and the lines refused (line, text, reason).
 
     CSV with a header naming the columns `path` and `pnfsid` (or Chimera's `ipnfsid`), as `psql
     --csv` prints a select of Chimera's t_inodes; other columns are ignored. A line without a
     pnfsid, or repeating a path, is refused alone (`strict`: the first one stops the read)."""
+    whole = _read_map_whole(path)
+    if whole is not None:
+        return whole, pl.DataFrame(schema=REFUSED_SCHEMA)
+    return _read_map_by_line(path, strict)
+
+
+def _read_map_whole(path: Path) -> pl.DataFrame | None:
+    """The map read at once, when every line of it is good (a site's dump of a hundred million
+    files is read in seconds); None when anything is amiss, for the line by line reader to
+    say what and where."""
+    try:
+        raw = pl.read_csv(path, infer_schema=False, quote_char='"')
+    except (pl.exceptions.PolarsError, OSError, ValueError):
+        return None
+    names = [c.strip().lower() for c in raw.columns]
+    id_name = "pnfsid" if "pnfsid" in names else "ipnfsid"
+    if "path" not in names or id_name not in names:
+        return None
+    frame = raw.select(
+        pl.col(raw.columns[names.index("path")]).alias("path"),
+        pl.col(raw.columns[names.index(id_name)])
+        .str.strip_chars()
+        .str.to_uppercase()
+        .str.zfill(24)
+        .alias("pnfsid"),
+    )
+    good = frame.select(
+        pl.col("path").is_not_null().all()
+        & pl.col("pnfsid").str.contains(PNFSID).fill_null(False).all()
+        # Unique hashes mean unique paths (a collision only sends the map to the slow reader).
+        & pl.col("path").hash().is_unique().all()
+        # A record spanning lines would number the later ones wrongly: read those by line.
+        & ~pl.col("path").str.contains("\n", literal=True).any()
+    ).item()
+    return frame if good else None
+
+
+def _read_map_by_line(path: Path, strict: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The map a record at a time, each bad one refused with its line number and reason."""
     paths: list[str] = []
     ids: list[str] = []
     refused: list[tuple[int, str, str]] = []
@@ -297,9 +338,9 @@ def endit_hints(
     params_by_media: Mapping[str, ModelParams] | None = None,
     pnfsids: pl.DataFrame | None = None,
     path_map: Sequence[tuple[str, str]] = (),
-) -> tuple[dict[str, EnditHint], pl.DataFrame]:
-    """ENDIT's tape hints, pnfsid -> {volid, order, size} for the copy a tape system recalls,
-    and the files left out (path, file_id, cause).
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """ENDIT's tape hints (pnfsid, volid, order, size) for the copy a tape system recalls, and
+    the files left out (path, file_id, cause).
 
     `copies` as for tapeinfo, with position and offset_bytes; `order` is the read order on each
     volume (read_order.ORDERS; rao needs media_type and the parameters in use). A file's pnfsid
@@ -360,20 +401,32 @@ def endit_hints(
         chosen = ranked.sort("vid", "read_rank")
     hints = chosen.select(
         "pnfsid",
-        pl.col("volume"),
+        pl.col("volume").alias("volid"),
         pl.int_range(pl.len()).over("volume").alias("order"),
-        pl.col("size_bytes"),
+        pl.col("size_bytes").alias("size"),
     )
-    table: dict[str, EnditHint] = {
-        n: {"volid": v, "order": o, "size": b} for n, v, o, b in hints.rows()
-    }
-    return table, left_out
+    return hints, left_out
 
 
-def write_endit_hints(hints: Mapping[str, EnditHint], target: Path) -> Path:
+def hint_json(hints: pl.DataFrame) -> str:
+    """The hint file's one line: {"<pnfsid>": {"volid", "order", "size"}, ...}. Built by the
+    frame (a pnfsid is hex digits, the entry encoded by Polars), not a dict per file, so ten
+    million files take seconds and no more memory than their frame."""
+    entries = hints.select(
+        (
+            pl.lit('"')
+            + pl.col("pnfsid")
+            + pl.lit('":')
+            + pl.struct("volid", "order", "size").struct.json_encode()
+        ).str.join(",")
+    ).item()
+    return "{" + (entries or "") + "}"
+
+
+def write_endit_hints(hints: pl.DataFrame, target: Path) -> Path:
     """The hint file on one line (ENDIT decodes only the first), written aside and renamed so
     that the retriever never reads half of it."""
     aside = target.with_name(f".{target.name}.partial")
-    aside.write_text(json.dumps(hints, separators=(",", ":")) + "\n")
+    aside.write_text(hint_json(hints) + "\n")
     aside.replace(target)
     return target

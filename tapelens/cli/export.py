@@ -197,8 +197,8 @@ def endit(
         params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
     hints, left_out = endit_hints(copies, read_order, params, pnfsids, mapping)
     write_endit_hints(hints, target)
-    volumes = len({h["volid"] for h in hints.values()})
-    click.echo(f"wrote {target}: {len(hints):,} files on {volumes:,} volumes", err=True)
+    volumes = hints["volid"].n_unique()
+    click.echo(f"wrote {target}: {hints.height:,} files on {volumes:,} volumes", err=True)
     _report_left_out(left_out, target.with_name(f"{target.stem}.left-out.csv"))
 
 

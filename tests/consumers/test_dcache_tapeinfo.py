@@ -28,6 +28,7 @@ FILES = [
     (f"{HPSS}/data18/RAW/run00348885/f2.data", 1, "H00001", False),
     (f"{HPSS}/data18/RAW/run00348885/f3.data", 999_001, "H00002", False),
     (f"{HPSS}/user/a name with blanks.root", 52_428_800, "H00002", False),
+    (f'{HPSS}/user/Zürich "quoted".root', 7_340_032, "H00001", False),
     (f"{HPSS}/data18/RAW/run00348885/gone.data", 7_000_000, "H00002", True),
     ("/hpss/cms/unmapped.root", 1_000, "H00001", False),
 ]

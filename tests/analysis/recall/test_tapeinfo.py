@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from tapelens.analysis.geometry import order_reads
 from tapelens.analysis.recall.tapeinfo import (
     endit_hints,
+    hint_json,
     parse_path_map,
     read_pnfsid_map,
     tapeinfo,
@@ -141,7 +142,7 @@ def test_endit_hints_are_keyed_by_pnfsid() -> None:
         pl.col("path").replace({"/hpss/atlas/d1/a": PNFSIDS[0], "/hpss/atlas/d1/b": PNFSIDS[1]})
     ).with_columns(("/grid/pool/out/" + pl.col("path")).alias("path"))
     hints, left_out = endit_hints(endit)
-    assert hints == {
+    assert json.loads(hint_json(hints)) == {
         PNFSIDS[0]: {"volid": "T1", "order": 0, "size": 1},
         PNFSIDS[1]: {"volid": "T2", "order": 0, "size": 2_000_000},
     }
@@ -153,7 +154,9 @@ def test_endit_hints_are_keyed_by_pnfsid() -> None:
     pnfsids = pl.DataFrame({"path": ["/pnfs/example.org/atlas/d1/b"], "pnfsid": [PNFSIDS[1]]})
     mapping = parse_path_map(["/hpss/atlas=/pnfs/example.org/atlas"])
     hints, left_out = endit_hints(COPIES, pnfsids=pnfsids, path_map=mapping)
-    assert hints == {PNFSIDS[1]: {"volid": "T2", "order": 0, "size": 2_000_000}}
+    assert json.loads(hint_json(hints)) == {
+        PNFSIDS[1]: {"volid": "T2", "order": 0, "size": 2_000_000}
+    }
     assert left_out.rows() == [("/hpss/atlas/d1/a", "a", "not in the pnfsid map")]
     with pytest.raises(InputError, match="--path-map FROM=TO"):
         endit_hints(COPIES, pnfsids=pnfsids)
@@ -219,11 +222,9 @@ def test_endit_hints_in_rao_order_follow_the_tapes_geometry() -> None:
     params = default_params()
     by_position, _ = endit_hints(copies, params_by_media=params)
     rao, _ = endit_hints(copies, order="rao", params_by_media=params)
-    assert sorted(by_position, key=lambda n: by_position[n]["order"]) == [
-        f"{p:036X}" for p in sorted(positions)
-    ]
+    assert by_position.sort("order")["pnfsid"].to_list() == [f"{p:036X}" for p in sorted(positions)]
     ranked = order_reads(copies, "LTO-8")
-    assert sorted(rao, key=lambda n: rao[n]["order"]) == [
+    assert rao.sort("order")["pnfsid"].to_list() == [
         f"{int(f[1:]):036X}" for f in ranked["file_id"]
     ]
     assert ranked["file_id"].to_list() != [f"f{p}" for p in sorted(positions)]
