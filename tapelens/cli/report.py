@@ -20,7 +20,9 @@ from tapelens.analysis.reports.queries import (
 from tapelens.cli.common import (
     TIME_FORMATS,
     App,
+    aliased,
     dataset_type_option,
+    hidden_alias,
     known_names,
     nothing_matches,
     pass_app,
@@ -64,11 +66,12 @@ def _make(name: str) -> None:
     @click.option("--until", type=click.DateTime(TIME_FORMATS), help="Before this time (UTC).")
     @dataset_type_option
     @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+    @hidden_alias("--min-n", "min_files", type=click.IntRange(min=1))
     @click.option(
         "--min-files",
-        "--min-n",
         "min_files",
         type=click.IntRange(min=1),
+        callback=aliased("min_files"),
         help="Leave out groups resting on fewer samples: gap samples (n) for gaps, reads for"
         " rates, copies for a duplicated file, files otherwise.",
     )

@@ -77,3 +77,108 @@ def test_exports_go_to_a_folder_in_every_plan() -> None:
     for command in (["plan", "recall"], ["plan", "repack"]):
         shown = CliRunner().invoke(cli, [*command, "--help"]).output
         assert "--export-dir" in shown and "--export-file" not in shown
+
+
+# --- every command, walked --------------------------------------------------------------------
+
+# Spellings of one idea: at most one of each set may be listed by any command (the others stay
+# as hidden aliases).
+ONE_IDEA = [
+    {"--limit", "--top", "--max-rows", "--head"},
+    {"--dataset-type", "--type"},
+    {"--assume-media", "--default-media"},
+    {"--media", "--media-type"},  # a filter on media type (throughput)
+    {"--export-dir", "--export-file"},
+    {"--min-files", "--min-n"},
+    {"--sort", "--sort-by", "--order-by"},
+    {"--drives", "--drive", "--drive-spec"},
+    {"--desc", "--descending", "--reverse"},
+]
+RANKINGS = [["report", name] for name in ("gaps", "duplicates", "tapes", "occupancy", "rates")] + [
+    ["predict", "datasets"],
+    ["plan", "dedup"],
+]
+
+
+def commands() -> list[tuple[str, click.Command]]:
+    """Every command of the command line, by its full name, its modules loaded."""
+    found: list[tuple[str, click.Command]] = []
+
+    def walk(group: click.Group, ctx: click.Context, path: str) -> None:
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            assert command is not None, f"{path} {name}"
+            full = f"{path} {name}".strip()
+            if isinstance(command, click.Group):
+                walk(command, click.Context(command, parent=ctx, info_name=name), full)
+            if not isinstance(command, click.Group) or command.invoke_without_command:
+                found.append((full, command))
+
+    walk(cli, click.Context(cli, info_name="tapelens"), "")
+    return found
+
+
+def listed(command: click.Command) -> dict[str, click.Option]:
+    """The options a command's --help lists, by each of their spellings."""
+    return {
+        name: param
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden
+        for name in param.opts
+    }
+
+
+ALL = commands()
+
+
+def test_the_walk_sees_every_command() -> None:
+    names = {name for name, _ in ALL}
+    assert {"plan recall", "plan dedup", "simulate", "whatif placement", "report gaps"} <= names
+    assert len(names) >= 30
+
+
+def test_no_command_lists_a_second_spelling_of_one_idea() -> None:
+    seen: dict[str, set[str]] = {}
+    for name, command in ALL:
+        options = listed(command)
+        for idea in ONE_IDEA:
+            for spelling in idea & set(options):
+                seen.setdefault(min(idea), set()).add(spelling)
+                others = (idea - {spelling}) & set(options)
+                assert not others, f"{name}: {spelling} and {others}"
+    twice = {idea: spellings for idea, spellings in seen.items() if len(spellings) > 1}
+    assert not twice, twice
+
+
+def test_one_option_name_means_one_thing_everywhere() -> None:
+    """--since/--until take the same time forms; --drives the same SPEC; --format and --by
+    choose in one set of words (no `datasets` beside `dataset`); the sharing policy defaults
+    as plan recall's does."""
+    from tapelens.analysis.recall.policies import DEFAULT_POLICY, POLICIES
+
+    forms: set[tuple[str, ...]] = set()
+    by_words: set[str] = set()
+    for name, command in ALL:
+        options = listed(command)
+        for flag in ("--since", "--until"):
+            if flag in options:
+                kind = options[flag].type
+                assert isinstance(kind, click.DateTime), (name, flag)
+                forms.add(tuple(kind.formats))
+        if "--drives" in options:
+            assert options["--drives"].metavar == "SPEC", name
+        if "--by" in options:
+            by_words |= set(options["--by"].type.choices)  # type: ignore[attr-defined]
+        policy = options.get("--policy")
+        choices = set(getattr(policy.type, "choices", ())) if policy is not None else set()
+        if policy is not None and choices and choices <= set(POLICIES) and not policy.multiple:
+            assert policy.default == DEFAULT_POLICY, name
+    assert len(forms) == 1, forms
+    plural = {w for w in by_words if w.endswith("s") and w[:-1] in by_words}
+    assert not plural, plural
+
+
+@pytest.mark.parametrize("command", RANKINGS, ids=" ".join)
+def test_every_ranking_sorts_and_limits(command: list[str]) -> None:
+    found = dict(ALL)[" ".join(command)]
+    assert {"--sort", "--desc", "--limit"} <= set(listed(found))
