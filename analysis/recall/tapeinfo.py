@@ -197,18 +197,29 @@ def write_tapeinfo(
         bad = files.filter(pl.col("path").str.contains(",", literal=True))["path"][0]
         raise InputError(f"a path holds a comma, which tapefiles.txt cannot: {bad!r} (use json)")
     if fmt == "json":
-        targets = (directory / "tapes.json", directory / "tapefiles.json")
-        targets[0].write_text(
-            _json_object(tapes, "tape", capacity=pl.col("capacity_kb"), filled=pl.col("filled_kb"))
-        )
-        targets[1].write_text(
-            _json_object(files, "path", size=pl.col("size_kb"), tapeid=pl.col("tape"))
-        )
-        return list(targets)
-    targets = (directory / "tapes.txt", directory / "tapefiles.txt")
-    for frame, target in zip((tapes, files), targets, strict=True):
-        target.write_text("".join(",".join(str(v) for v in row) + "\n" for row in frame.rows()))
-    return list(targets)
+        texts = {
+            "tapes.json": _json_object(
+                tapes, "tape", capacity=pl.col("capacity_kb"), filled=pl.col("filled_kb")
+            ),
+            "tapefiles.json": _json_object(
+                files, "path", size=pl.col("size_kb"), tapeid=pl.col("tape")
+            ),
+        }
+    else:
+        # No header, no quoting: dCache splits each line at its commas.
+        texts = {
+            name: frame.write_csv(include_header=False, quote_style="never")
+            for name, frame in (("tapes.txt", tapes), ("tapefiles.txt", files))
+        }
+    # Each written aside and renamed: a reload while they are written reads the old files.
+    targets = []
+    for name, text in texts.items():
+        target = directory / name
+        aside = directory / f".{name}.partial"
+        aside.write_text(text)
+        aside.replace(target)
+        targets.append(target)
+    return targets
 
 
 def canonical_pnfsid(text: str) -> str | None:

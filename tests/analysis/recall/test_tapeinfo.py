@@ -73,6 +73,7 @@ def test_the_newest_copy_in_kb_rounded_up_under_the_requested_path(tmp_path: Pat
     assert csv[1].read_text() == (
         "/pnfs/example.org/data/atlas/d1/a,1,T1\n/pnfs/example.org/data/atlas/d1/b,2000,T2\n"
     )
+    assert not list(tmp_path.glob("*/.*partial"))
 
 
 def test_what_the_files_cannot_say_is_refused(tmp_path: Path) -> None:
