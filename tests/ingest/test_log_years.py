@@ -8,6 +8,8 @@ YYYY-MM-DD form."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,7 @@ from tapelens.ingest.formats import cta_taped, dcache_billing, hpss_pvl
 from tapelens.ingest.formats.base import Batch, ParseOptions
 from tapelens.ingest.formats.logfields import YearTracker, name_stamp
 
+TAPELENS = str(Path(sys.executable).parent / "tapelens")  # the installed command
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
@@ -151,3 +154,26 @@ def test_stamped_lines_are_dated_one_by_one(tmp_path: Path) -> None:
         datetime(2022, 12, 31, 9, 59, 52, tzinfo=UTC),
         datetime(2023, 1, 1, 9, 59, 53, tzinfo=UTC),
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "fmt", "line"),
+    [
+        ("transfers", "cta-taped", cta_line),
+        ("mounts", "hpss-pvl", pvl_line),
+        ("transfers", "dcache-billing", billing_line),
+    ],
+    ids=IDS,
+)
+def test_the_command_says_it_in_one_line(
+    dsn: str, tmp_path: Path, kind: str, fmt: str, line: Callable[[int, int, int], str]
+) -> None:
+    path = write(tmp_path, "current.log", [line(12, 30, 1)])
+    command = [TAPELENS, "--dsn", dsn, "ingest", kind, "--format", fmt]
+    result = subprocess.run([*command, str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    said = result.stderr.strip().splitlines()
+    assert len(said) == 1 and "current.log" in said[0] and "--year" in said[0]
+    stamped = write(tmp_path, "current.log-20230105", [line(12, 30, 1)])
+    result = subprocess.run([*command, str(stamped)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
