@@ -162,8 +162,10 @@ def test_failed_files_keep_the_servers_reason_and_transient_errors_are_retried(
 def test_each_servers_way_of_writing_a_files_state_is_read(
     server: TapeRestServer, tmp_path: Path, flavour: str
 ) -> None:
-    # dCache writes a state and no onDisk; EOS writes onDisk and an error, and no state: a
-    # failed file there has only its error to say so.
+    # dCache writes a state and no onDisk (dCache/dcache, modules/dcache-frontend/.../
+    # providers/tape/StagedFileInfo.java); EOS writes onDisk and an error, and no state
+    # (cern-eos/eos, mgm/http/rest-api/json/tape/jsonifiers/stage/
+    # GetStageBulkRequestJsonifier.cc): a failed file there has only its error to say so.
     server.flavour = flavour
     server.failing = {"/c/2": "file is on a disabled tape"}
     folder, batches, client, endpoint = _submitting(server, tmp_path)
@@ -182,8 +184,10 @@ def test_each_servers_way_of_writing_a_files_state_is_read(
 
 @pytest.mark.parametrize("flavour", ["reference", "dcache"])
 def test_a_refused_cancel_says_why(server: TapeRestServer, tmp_path: Path, flavour: str) -> None:
-    # A path the request does not hold is refused with 400: the reason in a problem document,
-    # or, from dCache, in the title and detail headers of an empty reply.
+    # A path the request does not hold is refused with 400: the reason in a problem document
+    # (giacomini/storm-tape src/io.cpp file_missing_to_json; cern-eos/eos
+    # mgm/http/rest-api/action/tape/stage/CancelStageBulkRequest.cc), or, from dCache, in the
+    # title and detail headers of an empty reply (StageResources.java, cancel).
     server.flavour = flavour
     server.steps_to_complete = 99
     client = _client(server)
