@@ -19,12 +19,9 @@ from tapelens.errors import ParseError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import FORMATS
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import (
-    ShrinkGuard,
-    _apply_catalog,
-    _chunk_parts,
-    ingest_file,
-)
+from tapelens.ingest.load import ShrinkGuard, ingest_file
+from tapelens.ingest.load.catalog_diff import chunk_parts
+from tapelens.ingest.load.upserts import apply_catalog
 from tests.fixtures.fake_formats import FAKE_CATALOG
 
 OPTS = ParseOptions(source="fake")
@@ -143,7 +140,7 @@ def test_a_retired_copy_is_found_by_its_tuple_id_only_while_it_is_the_row_read(
             gone = pl.DataFrame(
                 {"chunk": [chunk], "tid": [tid], "digest": [digest_read], "volume": [volume_read]}
             )
-            _apply_catalog(cur, "fake", [99], gone)
+            apply_catalog(cur, "fake", [99], gone)
             row = cur.execute(
                 "select count(*) from tapelens.tape_files where removed_at is not null"
             ).fetchone()
@@ -531,7 +528,7 @@ def test_the_catalog_chunks_are_split_by_size(dsn: str) -> None:
                 " from generate_series(1, %s) g",
                 [str(k), str(k), k, n * 100],
             )
-    parts = _chunk_parts(dsn, 2)
+    parts = chunk_parts(dsn, 2)
     assert sorted(len(p) for p in parts) == [1, 4]  # the big chunk alone, the four small ones
     assert len({c for p in parts for c in p}) == 5
-    assert _chunk_parts(dsn, 8) and len(_chunk_parts(dsn, 8)) == 5
+    assert chunk_parts(dsn, 8) and len(chunk_parts(dsn, 8)) == 5

@@ -17,7 +17,8 @@ import pytest
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import Format, linewise, lookup
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.load import IngestResult, ShrinkGuard, _Known, ingest_file
+from tapelens.ingest.load import IngestResult, ShrinkGuard, ingest_file
+from tapelens.ingest.load.catalog_diff import Known
 
 CTA = lookup("catalog", "cta-tf")
 EVERY_LINE = replace(CTA, lines_stand_alone=False)
@@ -86,14 +87,14 @@ def small_blocks() -> Iterator[None]:
 def counted_unread() -> Iterator[list[int]]:
     """The number of lines left unread, load by load."""
     unread: list[int] = []
-    real = _Known.read_line
+    real = Known.read_line
 
-    def read_line(self: _Known, digests: np.ndarray) -> np.ndarray:
+    def read_line(self: Known, digests: np.ndarray) -> np.ndarray:
         read = real(self, digests)
         unread.append(int((~read).sum()))
         return read
 
-    with mock.patch.object(_Known, "read_line", read_line):
+    with mock.patch.object(Known, "read_line", read_line):
         yield unread
 
 
