@@ -135,9 +135,7 @@ class _Sessions:
         for key in keys:
             session = self.waiting.pop(key, None)
             if session is not None:
-                _join(found, session.files)
-                for name in ("first_start", "opened_at", "mounted_at"):
-                    setattr(found, name, _earliest(getattr(found, name), getattr(session, name)))
+                _take(found, session)
         volume = _text(obj, "tapeVid")
         if volume is not None:
             tape = ("tape", host, volume)
@@ -151,8 +149,8 @@ class _Sessions:
                     (inside if within else outside).append(item)
                 session.files = outside
                 _join(found, inside)
-                if not session.files:
-                    del self.waiting[tape]
+                if not session.files:  # reading mounts, a session's times and no reads
+                    _take(found, self.waiting.pop(tape))
         return found
 
     def note(self, obj: dict[str, Any], message: str) -> None:
@@ -177,6 +175,14 @@ def _empty(session: _Session) -> bool:
 
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     return b if a is None else a if b is None else min(a, b)
+
+
+def _take(into: _Session, session: _Session) -> None:
+    """Add what waited under one key to a finished session."""
+    _join(into, session.files)
+    into.first_start = _earliest(into.first_start, session.first_start)
+    into.opened_at = _earliest(into.opened_at, session.opened_at)
+    into.mounted_at = _earliest(into.mounted_at, session.mounted_at)
 
 
 def _join(into: _Session, files: list[tuple[Line, dict[str, Any]]]) -> None:

@@ -259,3 +259,14 @@ def test_reads_without_a_mount_id_find_their_session_by_tape_and_time(tmp_path: 
         ("2", "L7", "D9"),
         ("3", "L7", "D9"),
     ]
+    # a session line without totalTime: it began mountTime before its first read
+    log.write_text(
+        "\n".join([*lines[1:3], lines[3].replace('totalTime="70.0"', 'mountTime="10.0"')]) + "\n"
+    )
+    (mount,), rejects, _ = rows_of(cta_taped.parse_mounts, log, ParseOptions(source="cta"))
+    assert rejects == {}
+    assert (mount["volume"], mount["requested_at"], mount["mounted_at"]) == (
+        "L7",
+        datetime(2023, 1, 4, 9, 59, 55, tzinfo=UTC),
+        datetime(2023, 1, 4, 10, 0, 5, tzinfo=UTC),
+    )
