@@ -197,3 +197,11 @@ def test_a_request_never_mounted_stays_a_piece(dsn: str) -> None:
     # every mount of the second file is whole once the first is in
     ingest_file(dsn, FMT, CUT[1], OPTS)
     assert pieces(dsn) == set()
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["in-order", "reversed"])
+def test_a_rotation_cut_mid_mount_in_one_command(dsn: str, order: tuple[int, int]) -> None:
+    reset(dsn)
+    ingest_files(dsn, FMT, [CUT[i] for i in order], OPTS)
+    assert mounts(dsn) == WHOLE
+    assert pieces(dsn) == set()
