@@ -205,3 +205,29 @@ def test_a_rotation_cut_mid_mount_in_one_command(dsn: str, order: tuple[int, int
     ingest_files(dsn, FMT, [CUT[i] for i in order], OPTS)
     assert mounts(dsn) == WHOLE
     assert pieces(dsn) == set()
+
+
+def test_every_call_read_from_its_exiting_line_when_its_entering_line_is_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """A file whose first lines return calls entered in the file before: each is its event."""
+    log = tmp_path / "pvl.log-20130314"
+    log.write_text(
+        '03/13 00:00:01 RQST PVLS0002 Exiting, function = "pvl_MountAdd", jobid = "31",'
+        ' arg = "AA000100"\n'
+        '03/13 00:00:02 RQST PVLS0002 Exiting, function = "pvl_DismountVolume",'
+        ' arg = "BB000100"\n'
+        '03/13 00:03:00 RQST PVLS0001 Entering, function = "pvl_MountCompleted", jobid = "31",'
+        ' drive = "7", arg = "AA0001"\n'
+        '03/13 00:03:01 RQST PVLS0002 Exiting, function = "pvl_MountCompleted", jobid = "31",'
+        ' drive = "7", arg = "AA0001"\n'
+    )
+    got = {r["volume"]: r for r in rows(log)}
+    assert (got["AA0001"]["requested_at"], got["AA0001"]["mounted_at"]) == (
+        t(3, 13, "00:00:01"),
+        t(3, 13, "00:03:00"),
+    )
+    assert (got["BB0001"]["status"], got["BB0001"]["dismounted_at"]) == (
+        "no_mount",
+        t(3, 13, "00:00:02"),
+    )
