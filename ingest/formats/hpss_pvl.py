@@ -39,6 +39,7 @@ What a file holds of a mount is a row with a status saying what is missing:
 - complete: request, mount and dismount;
 - no_dismount: mounted, the dismount not in the file (the log ended);
 - no_request: mounted, the request not in the file (it began earlier);
+- aborted: mounted, then the client cancelled the job;
 - no_mount: not a mount but a piece of one: a request never mounted in the file (mounted_at is
   the request time), or a dismount of a cartridge the file never mounted (mounted_at is the
   dismount time).
