@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
 
-.PHONY: demo test fuzz setup system lint typecheck pytest clean-venv
+.PHONY: demo test test-fast fuzz setup system lint typecheck pytest clean-venv
 
 # DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size.
 DASHBOARDS ?= 1
@@ -41,6 +41,11 @@ typecheck:
 
 pytest:
 	$(BIN)/pytest -q
+
+# The edit loop: every test but those marked slow (end-to-end sites, Superset, long builds),
+# in under three minutes; `make test` (and CI) still runs them all.
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow"
 
 # Property tests with fresh random examples, many more of them (CI runs them derandomised).
 fuzz: setup

@@ -48,6 +48,8 @@ from tapelens.settings import default_home
 from tests.conftest import _clone_template, with_dbname
 from tests.fixtures.dashboard_site import PLAN_NAME, insert_site
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",

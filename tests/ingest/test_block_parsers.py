@@ -195,6 +195,7 @@ def _archives(tmp: Path, rng: random.Random) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_bytes", [64, 400, 1 << 20])
 def test_tsm_contents_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None:
     @settings(max_examples=examples(40))
@@ -355,6 +356,7 @@ def cta_text(draw: st.DrawFn) -> str:
     return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_bytes", [64, 700, 1 << 20])
 def test_cta_text_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None:
     @settings(max_examples=examples(150))
@@ -370,6 +372,7 @@ def test_cta_text_blocks_read_as_lines(tmp_path: Path, block_bytes: int) -> None
     run()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("block_bytes", "strip"), [(64, False), (700, True)])
 def test_cta_lines_left_unread_leave_the_others_as_read(
     tmp_path: Path, block_bytes: int, strip: bool
@@ -422,6 +425,7 @@ def test_cta_json_reads_as_lines(tmp_path: Path) -> None:
     assert_same(fast, outcome(cta_tf.parse_by_line, path))
 
 
+@pytest.mark.slow
 def test_cta_tables_of_many_blocks_read_as_lines(tmp_path: Path) -> None:
     """The real-shape tables (both layouts), header and all, repeated over many blocks."""
     data = Path(__file__).parent.parent / "data" / "catalog"

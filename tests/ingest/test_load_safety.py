@@ -165,6 +165,7 @@ def csv_dump(path: Path, positions: range) -> Path:
     return write(path, [CSV_HEADER, *rows])
 
 
+@pytest.mark.slow
 def test_cli_guard_union_and_bad_rule(dsn: str, tmp_path: Path) -> None:
     base = ["--dsn", dsn, "ingest", "catalog", "--format", "csv", "--source", "cli"]
     assert run(*base, str(csv_dump(tmp_path / "all.csv", range(1, 41)))).returncode == 0

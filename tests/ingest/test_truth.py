@@ -11,6 +11,8 @@ import pytest
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import KEY, load_site, loaded_copies
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("profile", ["bnl", "gridka", "cern", "fnal"])
 def test_ingesting_a_site_reproduces_its_truth(profile: str, dsn: str, tmp_path: Path) -> None:

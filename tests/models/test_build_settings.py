@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.models import DBT_WORK_MEM, analyze_sources, build, profile_env, stale_sources
 from tests.fixtures.marts import reset, rows
@@ -44,6 +45,7 @@ def test_tables_loaded_since_their_statistics_are_analysed(models_dsn: str) -> N
     assert _eventually(lambda: "transfers" not in _stale(models_dsn))
 
 
+@pytest.mark.slow
 def test_built_tables_are_unlogged(models_dsn: str, dbt_home: Path) -> None:
     reset(models_dsn)
     build(

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.models import build
 from tests.fixtures import tiny_site as sample
-from tests.fixtures.marts import reset, rows
-from tests.fixtures.marts import KEYS, GAP_MARTS, MODELS_ONLY, watermarks, snapshot
-
+from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, reset, rows, snapshot, watermarks
 
 # A second catalog: a new volume V4 with dataset D and a second copy of B3.
 D = "/atlas/data21/HITS/ds.D"
@@ -22,6 +21,7 @@ NEW_COPIES = [
 ]
 
 
+@pytest.mark.slow
 def test_incremental_build_equals_full_refresh(models_dsn: str, dbt_home: Path) -> None:
     log_dir = dbt_home / "dbt"
     reset(models_dsn)

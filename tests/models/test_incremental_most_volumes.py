@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
 from tapelens.models import build
@@ -29,6 +31,7 @@ def dump(path: Path, bigger: set[int]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_most_volumes_changed_rebuilds_a_few_changed_recompute_alone(
     models_dsn: str, dbt_home: Path, tmp_path: Path
 ) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
 from tapelens.models import build
 from tests.fixtures.fake_formats import FAKE_CATALOG
-from tests.fixtures.marts import reset
-from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, rows, snapshot
+from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, reset, rows, snapshot
 
 OPTS = ParseOptions(source="wm")
 
@@ -23,6 +24,7 @@ def catalog(path: Path, lines: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_load_right_after_a_build_reaches_the_incremental_marts(
     models_dsn: str, dbt_home: Path, tmp_path: Path
 ) -> None:

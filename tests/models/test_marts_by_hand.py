@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.models import build
 from tests.fixtures.marts import reset
@@ -19,6 +20,7 @@ COPIES = 20_000
 PER_VOLUME = 1_000
 
 
+@pytest.mark.slow
 def test_hand_written_marts_equal_the_full_build(models_dsn: str, dbt_home: Path) -> None:
     reset(models_dsn)
     bench_models.load_site(models_dsn, COPIES, PER_VOLUME)

@@ -19,10 +19,11 @@ import pytest
 
 from tapelens.frames import read_frame
 from tapelens.models import build
-from tapelens.world import generate
-from tapelens.world import site_params
+from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 from tests.fixtures.marts import reset
+
+pytestmark = pytest.mark.slow
 
 PROFILES = ("bnl", "gridka", "cern", "fnal")
 FILES = 10_000

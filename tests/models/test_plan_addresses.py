@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import psycopg
+import pytest
 
 from tapelens.analysis.recall import store as plan_store
 from tapelens.ingest.formats.base import ParseOptions
@@ -67,6 +68,7 @@ def planned_addresses(dsn: str, paths: list[str]) -> tuple[pl.DataFrame, list[st
     return addresses, notes
 
 
+@pytest.mark.slow
 def test_addresses_from_the_marts_and_from_the_catalog_agree(
     models_dsn: str, dbt_home: Path, tmp_path: Path
 ) -> None:

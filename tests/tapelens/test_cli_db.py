@@ -13,6 +13,7 @@ from tapelens.db import redact
 from tests.fixtures.cli import run
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bool(os.environ.get("TAPELENS_TEST_DSN")), reason="uses the embedded server")
 def test_db_up_status_down_cycle(tmp_path: Path) -> None:
     env = {"TAPELENS_HOME": str(tmp_path / "home")}

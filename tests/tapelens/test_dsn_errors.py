@@ -83,6 +83,7 @@ def test_the_reported_failure_names_the_real_host() -> None:
 COMMANDS = (("db", "status"), ("marts", "build"), ("report", "gaps"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("password", PASSWORDS[:3])
 def test_the_command_line_shows_no_piece_of_the_password(password: str, closed_port: int) -> None:
     dsns = shapes(password, closed_port)

@@ -7,6 +7,8 @@ import pytest
 from tapelens.errors import DatabaseError
 from tapelens.frames import read_batches_together
 
+pytestmark = pytest.mark.timeout(60)
+
 
 def test_queries_read_together_give_every_row_once(dsn: str) -> None:
     queries = [f"select g as n from generate_series({lo}, {lo + 99_999}) g" for lo in (0, 100_000)]

@@ -8,6 +8,8 @@ import pytest
 
 from tapelens.handoff import DONE, Handoff
 
+pytestmark = pytest.mark.timeout(60)
+
 
 def _worker(handoff: Handoff, items: list[object], finish: object = DONE) -> threading.Thread:
     def run() -> None:

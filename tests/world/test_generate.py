@@ -100,6 +100,7 @@ def gaps_from_listing(site: Path) -> pl.DataFrame:
     )
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_files(tmp_path: Path) -> None:
     params = site_params("bnl", files=3_000, seed=3, gzip=True)
     generate(tmp_path / "a", params)

@@ -249,6 +249,7 @@ def catalogs(draw: st.DrawFn) -> pl.DataFrame:
     return frame(rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(80))
 @given(catalogs())
 def test_properties_on_random_catalogs(copies: pl.DataFrame) -> None:

@@ -55,6 +55,7 @@ def test_exact_solver_equals_brute_force(media: str, k: int) -> None:
 offsets = st.lists(st.tuples(st.floats(0.0, 0.999), st.floats(1e6, 5e9)), min_size=1, max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(60))
 @given(objects=offsets, media=st.sampled_from(["LTO-7", "LTO-8", "LTO-9", "3592-JF"]))
 def test_rao_is_never_slower_than_position_order(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
 from tapelens.analysis.recall.dataset import adjacent_on_own_tapes, predict_datasets
 from tapelens.analysis.throughput.model import default_params
@@ -34,6 +35,7 @@ def scattered(seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows).unique(["volume", "position"], keep="first")
 
 
+@pytest.mark.slow
 def test_no_dataset_shows_a_negative_placement_cost() -> None:
     for seed in range(8):
         for drives in ({"LTO-8": 1}, {"LTO-8": 4}):

@@ -249,6 +249,7 @@ def test_every_file_read_once_never_faster_than_the_bound(
         assert (ordered["start_s"].shift(-1).drop_nulls() >= ordered["end_s"][:-1] - 1e-6).all()
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_files_take_seconds() -> None:
     import random
     import time

@@ -18,6 +18,8 @@ from tapelens.errors import InputError
 from tests.fixtures.cli import run
 from tests.fixtures.tape_rest_server import TapeRestServer
 
+pytestmark = pytest.mark.timeout(120)
+
 TOKEN = "s3cr3t-t0ken-value"
 
 

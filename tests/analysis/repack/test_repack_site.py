@@ -30,6 +30,8 @@ from tapelens.media import BY_NAME as MEDIA
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 
+pytestmark = pytest.mark.slow
+
 DRIVES = {"LTO-7": 2, "LTO-8": 2, "LTO-9": 2}
 SITE = {
     "files": 200_000,

@@ -24,6 +24,8 @@ from tapelens.analysis.repack.store import RepackAdvice, advise
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 
+pytestmark = pytest.mark.slow
+
 DRIVES = {"LTO-6": 6}
 SITE = {
     "files": 200_000,

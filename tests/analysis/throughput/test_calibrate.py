@@ -154,6 +154,7 @@ FITTED = (
 )
 
 
+@pytest.mark.slow
 def test_calibration_recovers_known_parameters(site: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     reads, mounts = site
     fit = calibrate(reads, mounts, default_params())["LTO-8"]

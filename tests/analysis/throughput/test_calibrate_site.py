@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 import psycopg
+import pytest
 
 from tapelens.analysis.throughput import store
 from tapelens.analysis.throughput.model import ModelParams
@@ -23,6 +24,8 @@ from tapelens.models import build
 from tapelens.world import generate, site_params
 from tapelens.world.operations import OperationsParams
 from tests.fixtures.generated_site import load_site
+
+pytestmark = pytest.mark.slow
 
 # 30k files give about 2.9k reads on LTO-7, 6.5k on LTO-9 and 18k on LTO-8 (LTO-6: a few
 # hundred, below MIN_READS).

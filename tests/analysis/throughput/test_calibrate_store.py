@@ -148,6 +148,7 @@ def test_observed_reads_carry_byte_addresses_from_the_catalog(site_dsn: str) -> 
     assert set(mounts["media_type"]) == {"LTO-8"}
 
 
+@pytest.mark.slow
 def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> None:
     code, out, err, exc = run(site_dsn, "throughput", "calibrate", "--min-reads", "100")
     assert exc is None and code == 0, err
@@ -175,6 +176,7 @@ def test_calibrate_stores_and_show_uses_it(site_dsn: str, tmp_path: Path) -> Non
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_thin_data_is_refused_unless_forced(site_dsn: str) -> None:
     code, _, err, exc = run(site_dsn, "throughput", "calibrate")  # default: 200 reads, 20 mounts
     assert exc is None and code == 0, err

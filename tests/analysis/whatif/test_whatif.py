@@ -131,6 +131,7 @@ def test_fifo_interleaves_more_than_sorted_writes(site: Path) -> None:
     assert gaps["fifo"] > 1.5 * gaps["sorted-by-directory"], gaps
 
 
+@pytest.mark.slow
 def test_cli_compares_policies_with_the_actual_placement(dsn: str, tmp_path: Path) -> None:
     small = tmp_path / "site"
     generate(small, site_params("bnl", files=3_000, seed=5, history=False))
