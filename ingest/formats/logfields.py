@@ -426,7 +426,7 @@ def choice(name: str, value: str | None, allowed: Sequence[str], default: str | 
 def log_rows(
     path: str | Path,
     options: ParseOptions,
-    schema: Mapping[str, Any],
+    schema: Mapping[str, pl.DataType],
     row_of: Callable[[Line], dict[str, Any] | None],
 ) -> Iterator[Batch]:
     """The batches of a log read one line at a time: blank lines and lines `row_of` passes over

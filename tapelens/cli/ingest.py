@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,15 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
-    Progress,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
+from rich.progress import Progress as RichProgress
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.progress import Progress, time_left
 from tapelens.errors import ConfigError
 from tapelens.ingest.datasets import DatasetRules
 from tapelens.ingest.formats import Format, formats_of, lookup
@@ -32,43 +32,36 @@ from tapelens.ingest.load import IngestResult, ShrinkGuard, ingest_files
 from tapelens.ingest.manifest import group_dumps, read_manifest
 
 ingest = BY_NAME["ingest"]
-PROGRESS_AFTER_S = 2.0  # inputs that load faster than this show no progress bar
 
 
-class _LazyProgress:
-    """Progress on stderr once a load has run for a few seconds: a bar on a terminal, a plain
-    line every PLAIN_EVERY_S seconds otherwise (logs of batch jobs), with rows/s and the time
-    left; steps after the reading (building indexes) each get a line of their own."""
-
-    PLAIN_EVERY_S = 10.0
+class _LazyProgress(Progress):
+    """A load's progress on stderr (tapelens.cli.progress), once it has run QUIET_S seconds: a
+    bar on a terminal; otherwise (logs of batch jobs) a line every ten seconds with rows/s and
+    the time left. Steps after the reading (building indexes) each get a line of their own."""
 
     def __init__(self, label: str) -> None:
-        self.label = label
-        self.started = time.monotonic()
-        self.bar: Progress | None = None
+        super().__init__(label)
+        self.bar: RichProgress | None = None
         self.task: Any = None
         self.tty = sys.stderr.isatty()
-        self.last_line = self.started
         self.step = ""
 
     def __call__(self, done: int, total: int | None, rows: int, step: str = "") -> None:
-        now = time.monotonic()
+        now = self.clock()
         if step:
-            if step != self.step and now - self.started >= PROGRESS_AFTER_S:
+            if step != self.step:
                 self.close()
-                click.echo(f"{self.label}: {rows:,} rows read; building {step}", err=True)
+                self.say(f"{rows:,} rows read; building {step}", now)
             self.step = step
             return
         if not self.tty:
-            if now - self.last_line >= self.PLAIN_EVERY_S:
-                self.last_line = now
-                rates = _rates(done, total, rows, now - self.started)
-                click.echo(f"{self.label}: {rates}", err=True)
+            self.doing = lambda: _rates(done, total, rows, now - self.started)
+            self.tick(now)
             return
         if self.bar is None:
-            if now - self.started < PROGRESS_AFTER_S:
+            if not self.past_quiet(now):
                 return
-            self.bar = Progress(
+            self.bar = RichProgress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 DownloadColumn(),
@@ -79,7 +72,7 @@ class _LazyProgress:
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task(self.label, total=total, rows=0, rate=0.0)
+            self.task = self.bar.add_task(self.command, total=total, rows=0, rate=0.0)
         rate = rows / max(now - self.started, 1e-9)
         self.bar.update(self.task, completed=done, rows=rows, rate=rate)
 
@@ -96,10 +89,8 @@ def _rates(done: int, total: int | None, rows: int, elapsed_s: float) -> str:
     of = f" of {total / 1e6:,.0f}" if total else ""
     rows_s = rows / elapsed_s
     text = f"{done / 1e6:,.0f}{of} MB, {rows:,} rows, {rows_s:,.0f} rows/s, {mb_s:,.1f} MB/s"
-    if total and done:
-        left = max(total - done, 0) * elapsed_s / done
-        text += f", {int(left // 60)}:{int(left % 60):02d} left"
-    return text
+    left = time_left(done, total or 0, elapsed_s)
+    return f"{text}, {left}" if left else text
 
 
 def _report(result: IngestResult) -> None:
@@ -197,7 +188,10 @@ def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
                     "(default: the format's, e.g. hpss).",
                 ),
                 click.option(
-                    "--year", type=int, help="Year of logs whose lines carry none (billing, PVL)."
+                    "--year",
+                    type=int,
+                    help="Year of logs whose lines carry none (CTA taped syslog lines, HPSS PVL,"
+                    " dCache billing); wins over a date stamp in the file name.",
                 ),
                 click.option(
                     "--timezone",
