@@ -316,21 +316,20 @@ def _with_priced_moves(
     streams to the member's offset. Reads without an address, and reads with a given reach_s,
     keep what they had."""
     positioning = frame["positioning_s"].to_numpy().copy()
-    media = frame["media_type"].to_numpy()
-    kind = frame["kind"].to_numpy()
     obj = frame["_object"].fill_null(np.nan).to_numpy()
     address = frame["_address"].fill_null(np.nan).to_numpy()
     prev_end = frame["_prev_end"].fill_null(np.nan).to_numpy()
     gap = frame["_gap"].cast(pl.Float64).fill_null(np.nan).to_numpy()
     skipped = frame["skipped_bytes"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    given = (
-        frame["reach_s"].is_not_null().to_numpy()
-        if "reach_s" in frame.columns
-        else np.zeros(frame.height, dtype=bool)
-    )
-    for name in np.unique(media).tolist():
+    # Masks on the Series: comparing a million strings in numpy, or selecting from the whole
+    # frame, costs a good share of a second.
+    priced = (frame["kind"] != "member") & frame["_address"].is_not_null()
+    if "reach_s" in frame.columns:
+        priced = priced & frame["reach_s"].is_null()
+    media = frame["media_type"]
+    for name in media.unique().to_list():
         p = params_by_media[str(name)]
-        rows = np.flatnonzero((media == name) & (kind != "member") & ~np.isnan(address) & ~given)
+        rows = np.flatnonzero((priced & (media == name)).to_numpy())
         if rows.size == 0:
             continue
         through = (gap[rows] >= 1) & (gap[rows] <= p.read_through_max_gap)

@@ -125,11 +125,13 @@ def move_s(
     ha, hw, hb, hx, hd = _head(a, shape)
     bw, bb, bx, bd = place_of(b, shape)
     turns = shape.turnaround_s * np.maximum(bw - hw, 0)
-    moved = geometry_move_s(shape, ha, hw, hb, hx, hd, b, bw, bb, bx, bd)
-    # Where the gap in objects is known and beyond the read-through threshold, the drive
-    # locates: the cheaper of the two is only the estimate for moves whose gap is not known.
     located = geometry_move_s(shape, ha, hw, hb, hx, hd, b, bw, bb, bx, bd, stream=False)
-    moved = np.where(known & ~fresh, located, moved)
+    # Where the gap in objects is known and beyond the read-through threshold, the drive
+    # locates: the cheaper of a locate and streaming on (as the geometry prices a move) is
+    # only the estimate for moves whose gap is not known.
+    ahead = ~fresh & ~known & (b >= ha)
+    streamed = (b - ha) / rate + turns
+    moved = np.where(ahead, np.minimum(streamed, located), located)
     return np.where(through, skipped / rate + turns, moved)
 
 

@@ -39,7 +39,11 @@ def test_unfitted_price_is_the_bare_geometry() -> None:
     a, b = np.sort(rng.uniform(0, LTO8.capacity_bytes, (2, 500)), axis=0)[::-1]
     # Backwards: always a locate, whatever the rates.
     assert move_s(LTO8, a, b, 1e9) == pytest.approx(gap_s(a, b, geometry("LTO-8")))
-    assert least_first_s(LTO8) == pytest.approx(float(gap_s(np.nan, 0.0, geometry("LTO-8"))))
+    # A first read locates from the load point, even to the tape's first byte.
+    g = geometry("LTO-8")
+    assert least_first_s(LTO8) == pytest.approx(
+        g.locate_base_s + g.data_start_m / g.locate_speed_m_s
+    )
 
 
 def test_factors_and_scale_multiply_each_locate_term() -> None:
