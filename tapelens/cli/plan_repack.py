@@ -109,7 +109,7 @@ def repack(
 
     \b
     Example:
-        tapelens plan repack --limit 10 --drives LTO8:4 --recalls-per-year 2 \\
+        tapelens plan repack --limit 10 --drives LTO9:2,LTO8:4,LTO7:2 --recalls-per-year 2 \\
             --export volumes --export-dir repack/ --plot gain.png
     """
     if export and not (export_dir or export_file):
