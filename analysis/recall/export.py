@@ -272,13 +272,12 @@ def write_outputs(
 
 
 def _duration(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f} d"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.0f} s"
+    """h:mm:ss (days as `1d 2:03:04`), as every table prints a duration."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    clock = f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{days}d {clock}" if days else clock
 
 
 def summary_text(summary: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -383,6 +384,9 @@ def test_what_a_plan_leaves_out_is_counted_and_named_on_stderr(site: str, tmp_pa
     assert plain.exit_code == 0, plain.output
     assert "1 request not found (not in the catalog: 1):\n  line 4: /store/nope" in plain.stderr
     assert "1 file unavailable (tape disabled: 1):\n  /store/Z/z0 (tape disabled)" in plain.stderr
+    # The summary's durations read as every table's do: h:mm:ss.
+    assert re.search(r"^makespan   \d+:\d\d:\d\d \(", plain.stdout, re.M), plain.stdout
+    assert re.search(r"^baseline   FIFO direct: \d+:\d\d:\d\d,", plain.stdout, re.M)
     base = ["--dsn", site, "plan", "policies", str(asked), "--drives", "LTO8:2"]
     compared = runner.invoke(cli, [*base, "--policy", "fifo"])
     assert compared.exit_code == 0, compared.output
