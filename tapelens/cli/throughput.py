@@ -14,6 +14,7 @@ from tapelens.analysis.throughput.calibrate import (
     prepare_reads,
 )
 from tapelens.analysis.throughput.model import ModelParams, predict_reads
+from tapelens.analysis.throughput.moves import TERM_FACTORS
 from tapelens.analysis.throughput.validate import DEFAULT_HOLDOUT, fit_figure, validate
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
@@ -47,8 +48,10 @@ def params_table(rows: dict[str, tuple[ModelParams, str]]) -> pl.DataFrame:
                 "first_locate_s_per_tb": p.first_locate_slope_s * 1e12 / p.capacity_bytes,
                 "mount_s": p.mount_s,
                 "dismount_s": p.dismount_s,
-                # Positioning priced by the tape geometry (--order rao) is multiplied by it.
+                # The one price of a move: the tape geometry's locate terms times these
+                # factors, all of it times the scale (analysis/throughput/moves.py).
                 "locate_scale": p.locate_scale,
+                "locate_terms": " ".join(f"{getattr(p, f):.2f}" for f in TERM_FACTORS),
             }
             for name, (p, source) in rows.items()
         ]
