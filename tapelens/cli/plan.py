@@ -29,7 +29,13 @@ from tapelens.cli.common import (
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
-from tapelens.cli.output import emit, emit_summary, format_option, summary_format_option
+from tapelens.cli.output import (
+    BY_SUFFIX,
+    emit,
+    emit_summary,
+    format_option,
+    summary_format_option,
+)
 from tapelens.cli.progress import EVERY_S, Progress
 from tapelens.db import connection
 from tapelens.errors import InputError
@@ -131,6 +137,7 @@ def recall(
     """
     if formats and not export_dir:
         raise click.UsageError("--export needs --export-dir DIR")
+    _csv_only(output, "the plan", "--export json --export-dir DIR")
     sharing = Sharing(
         policy=policy,
         max_drives_per_group=max_drives_per_group,
@@ -177,6 +184,16 @@ def recall(
 
 
 LISTED = 5  # left-out entries named on stderr when no file lists them
+
+
+def _csv_only(output: str | None, what: str, instead: str) -> None:
+    """An -o that writes CSV only refuses a name whose extension says another format, rather
+    than put CSV into a file called x.json."""
+    suffix = Path(output).suffix.lower() if output else ""
+    if suffix in BY_SUFFIX and BY_SUFFIX[suffix] != "csv":
+        raise click.UsageError(
+            f"-o {output}: {what} is written as CSV (give FILE.csv, or {instead})"
+        )
 
 
 def _write_left_out(not_found: pl.DataFrame, unavailable: pl.DataFrame, beside: Path) -> list[Path]:
@@ -327,6 +344,7 @@ def compare(app: App, name: str, output: str | None, fmt: str) -> None:
         tapelens plan compare campaign-2024-06 -o compared.csv
         tapelens plan compare campaign-2024-06 --format json
     """
+    _csv_only(output, "the per-file comparison", "--format json for the figures")
     with connection(app.dsn(), autocommit=True) as conn:
         result = plan_store.compare_plan(conn, name)
     if output:

@@ -401,3 +401,17 @@ def test_what_a_plan_leaves_out_is_counted_and_named_on_stderr(site: str, tmp_pa
     assert lost.select("path", "reason").rows() == [("/store/Z/z0", "tape disabled")]
     assert f"(tape disabled: 1): {tmp_path / 'policies.unavailable.csv'}" in written.stderr
     assert pl.read_csv(out)["files"].to_list() == [10]
+
+
+@pytest.mark.parametrize("name", ["plan.json", "plan.parquet"])
+def test_a_plan_is_not_written_as_csv_into_a_file_named_for_another_format(
+    site: str, tmp_path: Path, name: str
+) -> None:
+    asked = tmp_path / "asked.csv"
+    asked.write_text("dataset\nD\n")
+    target = tmp_path / name
+    result = CliRunner().invoke(
+        cli, ["--dsn", site, "plan", "recall", str(asked), "--drives", "LTO8:2", "-o", str(target)]
+    )
+    assert result.exit_code == 2 and "is written as CSV" in result.output
+    assert not target.exists()
