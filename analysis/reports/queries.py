@@ -222,6 +222,8 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
         "size": "case when size_bytes < 1e8 then '< 100 MB' when size_bytes < 1e9 then"
         " '100 MB - 1 GB' when size_bytes < 1e10 then '1 - 10 GB' else '>= 10 GB' end",
     }[by]
+    # Size classes in size order, not in the order of their names.
+    order = "min(size_bytes)" if by == "size" else key
     names = {
         "gap": f"{gap_label} as gap",
         "type": "dataset_type",
@@ -236,7 +238,7 @@ def rates_query(by: str, f: ReportFilter) -> tuple[str, list]:
         f" percentile_cont(0.5) within group (order by rate_mb_s)::float8 as median_rate_mb_s,"
         f" percentile_cont(0.75) within group (order by rate_mb_s)::float8 as p75_rate_mb_s,"
         f" sum(size_bytes)::float8 / 1e6 / nullif(sum(duration_s), 0) as aggregate_rate_mb_s"
-        f" from {M}.fct_transfer_rates{where} group by {key} order by {key}",
+        f" from {M}.fct_transfer_rates{where} group by {key} order by {order}",
         params,
     )
 

@@ -117,8 +117,9 @@ def _is_count(name: str) -> bool:
 def human_units(frame: pl.DataFrame) -> pl.DataFrame:
     """One unit per kind, chosen by the column's name (what the project's frames follow):
     bytes (bytes, *_bytes, bytes_*) as kB/MB/GB/TB/PB, durations (*_s, *_h) as h:mm:ss (days
-    as `1d 2:03:04`), rates (*_mb_s) in MB/s, occupancy and *_share in percent, counts (files,
-    tapes_freed, mounts_saved ...) as whole numbers. Text and other numbers stay as they are."""
+    as `1d 2:03:04`), rates (*_mb_s) in MB/s, occupancy (*occupancy) and *_share in percent,
+    counts (files, tapes_freed, mounts_saved ...) as whole numbers. Text and other numbers stay
+    as they are."""
     out = []
     for name, dtype in zip(frame.columns, frame.dtypes, strict=True):
         column = frame[name]
@@ -132,7 +133,7 @@ def human_units(frame: pl.DataFrame) -> pl.DataFrame:
             out.append(_texts(column, _duration_text))
         elif name.endswith("_h"):
             out.append(_texts(column, lambda v: _duration_text(3600 * v)))
-        elif name == "occupancy" or name.endswith("_share"):
+        elif name == "occupancy" or name.endswith(("_occupancy", "_share")):
             out.append(_texts(column, lambda v: f"{100 * v:.1f}%"))
         elif dtype.is_float() and _is_count(name):
             out.append(column.round(0).cast(pl.Int64))
@@ -346,7 +347,7 @@ def flat_figures(summary: Mapping[str, object], prefix: str = "") -> dict[str, o
 def _has_unit(name: str) -> bool:
     """Whether human_units gives a column of this name a unit (or a count's whole number)."""
     return bool(
-        re.search(r"(_s|_h|_bytes)$|^bytes(_|$)|_share$|^occupancy$", name) or _is_count(name)
+        re.search(r"(_s|_h|_bytes)$|^bytes(_|$)|_share$|occupancy$", name) or _is_count(name)
     )
 
 

@@ -55,6 +55,7 @@ def test_one_unit_per_kind_durations_bytes_and_counts() -> None:
             "tapes_freed": [0.0, 2.0],
             "mounts_saved": [3.0, -1.0],
             "tapes_per_dataset_mean": [1.5, 2.25],
+            "mean_occupancy": [0.008, 0.5],
         }
     )
     shown = human_units(frame)
@@ -64,6 +65,7 @@ def test_one_unit_per_kind_durations_bytes_and_counts() -> None:
     assert shown["tapes_freed"].to_list() == [0, 2]
     assert shown["mounts_saved"].to_list() == [3, -1]
     assert shown["tapes_per_dataset_mean"].to_list() == [1.5, 2.25]
+    assert shown["mean_occupancy"].to_list() == ["0.8%", "50.0%"]
     table, _ = table_fitted(frame, 200)
     assert "0.000" not in table and "23:39 " not in table.replace("0:23:39", "")
 
