@@ -12,6 +12,8 @@ from tapelens.models import build
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import reset
 
+pytestmark = pytest.mark.slow
+
 MARTS = "tapelens_marts"
 
 

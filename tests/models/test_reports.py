@@ -36,6 +36,7 @@ def report(dsn: str, *args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,by", [(name, by) for name, ways in GROUPINGS.items() for by in ways])
 def test_every_report_prints_and_draws(marts: str, name: str, by: str, tmp_path: Path) -> None:
     plot = tmp_path / f"{name}-{by}.png"
