@@ -2,11 +2,12 @@
 
 Mounts dominate a recall's cost (docs/domain.md: ~180 s of overhead per mount against seconds of
 reading), so the choice is an uncapacitated facility location problem: opening a tape costs its
-mount (robot, load, average first locate, rewind, unload) and each file costs the read of the copy
-chosen. Files with a single readable copy force their tapes open; a file with a copy on a tape that
-is open anyway keeps that copy unless another tape reads it cheaper. What remains is solved exactly
-(HiGHS MILP) when small enough, otherwise by a greedy weighted set cover with local improvement,
-whose lower bound comes from the LP relaxation. The choice reports its method and that bound.
+mount (robot, load, the first move to mid-tape by the one price of a move, rewind, unload) and
+each file costs the read of the copy chosen (engine.tape_costs, engine.copy_costs). Files with a
+single readable copy force their tapes open; a file with a copy on a tape that is open anyway
+keeps that copy unless another tape reads it cheaper. What remains is solved exactly (HiGHS
+MILP) when small enough, otherwise by a greedy weighted set cover with local improvement, whose
+lower bound comes from the LP relaxation. The choice reports its method and that bound.
 """
 
 from __future__ import annotations
