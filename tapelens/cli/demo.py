@@ -65,6 +65,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             str(DEMO_SCATTERED),
             "--ack-outages",
             str(DEMO_OUTAGES),
+            "--hints",
         ],
     )
     _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
@@ -111,15 +112,15 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             DEMO_DRIVES,
             "--export",
             "volumes",
-            "--export-file",
-            str(site / "repack.vids"),
+            "--export-dir",
+            str(site),
             "--plot",
             str(site / "repack-gain-cost.png"),
         ],
     )
     _step(
         "duplicate clean-up",
-        [*common, "plan", "dedup", "--by", "datasets", "-o", str(site / "dedup-datasets.csv")]
+        [*common, "plan", "dedup", "--by", "dataset", "-o", str(site / "dedup-datasets.csv")]
         + ["--format", "csv", "--drives", DEMO_DRIVES],
     )
     _step(

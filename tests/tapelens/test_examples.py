@@ -141,6 +141,8 @@ def demo(module_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         [*argv, "--out", str(site)], capture_output=True, text=True, env=env, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    # README: the repack volume list goes to repack.vids in the site folder.
+    assert (site / "repack.vids").read_text().strip()
     work = tmp_path_factory.mktemp("work")
     (work / "campaign.csv").write_text((site / "recall-requests.csv").read_text())
     with psycopg.connect(module_dsn) as conn:
