@@ -15,7 +15,7 @@ from tapelens.errors import InputError
 from tapelens.ingest.formats import Format, lookup
 from tapelens.ingest.formats.base import ParseOptions
 
-ORDER = {"tapes": 0, "catalog": 1, "mounts": 2, "transfers": 3}
+ORDER = {"tapes": 0, "catalog": 1, "mounts": 2, "transfers": 3, "hints": 4}
 _OPTION_FIELDS = {f.name for f in fields(ParseOptions)} - {"extra", "source"}
 
 

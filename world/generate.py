@@ -23,6 +23,7 @@ from tapelens.world import (
     fmt_generic,
     fmt_hpss,
     fmt_tsm,
+    hints,
     history,
     truth_files,
 )
@@ -35,12 +36,18 @@ from tapelens.world.tapes import place
 from tapelens.world.timeline import Timeline
 
 MANIFEST = "manifest.json"
-OWNED = ("catalog", "logs", "truth")  # what a new run replaces in an existing site directory
+OWNED = (
+    "catalog",
+    "logs",
+    "truth",
+    hints.HINTS_DIR,
+)  # what a new run replaces in an existing site directory
 KIND_ORDER = {"tapes": 0, "catalog": 1, "mounts": 2, "transfers": 3}
 
 # Random streams, one per stage (their numbers must never change).
 STREAM_SITE, STREAM_RETRIES, STREAM_TAPES, STREAM_HISTORY = 1, 2, 3, 4
 STREAM_SCATTER, STREAM_OUTAGES = 5, 6  # the injected anomalies (anomalies.py)
+STREAM_HINTS = 7  # the archive metadata (hints.py)
 
 
 @dataclass(frozen=True)
@@ -130,8 +137,17 @@ def _generate_into(out_dir: Path, params: SiteParams, progress: Progress | None)
     alternates += alt
 
     facts = truth_files.write(out_dir, p, site, copies, placement, names, timeline, say)
+    groups = None
+    if p.hints:
+        say("archive metadata", 0, 1)
+        hint_rng = rng_for(p.seed, STREAM_HINTS)
+        hint_entries, groups = hints.write(out_dir, p, site, copies, names, hint_rng)
+        entries += hint_entries
+        say("archive metadata", 1, 1)
     history_rng = rng_for(p.seed, STREAM_HISTORY)
-    ran, log_entries = history.run(out_dir, p, site, copies, placement, names, history_rng, say)
+    ran, log_entries = history.run(
+        out_dir, p, site, copies, placement, names, history_rng, say, groups
+    )
     entries += log_entries
     entries.sort(key=lambda e: KIND_ORDER.get(e["kind"], 9))
 

@@ -42,8 +42,13 @@ def run(
     names: Names,
     rng: np.random.Generator,
     progress: Progress,
+    groups: pl.DataFrame | None = None,
 ) -> tuple[bool, list[dict[str, Any]]]:
-    """Simulate the recall campaigns and write their logs; (ran, manifest entries)."""
+    """Simulate the recall campaigns and write their logs; (ran, manifest entries).
+
+    With `groups` (each file's true hint group per level, hints.py), the campaigns recall whole
+    groups of the site's hint_recall_level (kind `groups`) unless the operations parameters
+    name their own kinds."""
     if not p.history:
         return False, []
     if not available():
@@ -54,6 +59,13 @@ def run(
     live = history_copies(p, site, copies, names)
     tapes = tapes_frame(p, placement)
     params = p.operations or operations.OperationsParams()
+    if groups is not None:
+        column = f"group_{p.hint_recall_level}"
+        live = live.join(
+            groups.select("file_id", pl.col(column).alias("group")), on="file_id", how="left"
+        )
+        if p.operations is None and hasattr(params, "kinds"):
+            params = dataclasses.replace(params, kinds=("groups",))
     if hasattr(params, "source"):
         params = dataclasses.replace(params, source=p.source)
     progress("operations history", 0, 1)

@@ -33,7 +33,7 @@ from tapelens.tape_states import NOT_RECALLABLE
 from tapelens.world.physics import PhysicsParams, default_physics, physics_frame
 from tapelens.world.recall_sim import Campaign, Library, Log, Requests, simulate
 
-KINDS = ("datasets", "scattered")
+KINDS = ("datasets", "scattered", "groups")  # groups: whole hint groups (world/hints.py)
 SCHEDULERS = ("fifo", "sorted")
 DAY_S = 86_400.0
 # What a failed read reports; picked by request and attempt, so failures need no extra draws.
@@ -217,10 +217,13 @@ def _addressed(copies: pl.DataFrame, tapes: pl.DataFrame, media: set[str]) -> pl
     has = set(copies.columns)
     offset = pl.col("offset_bytes") if "offset_bytes" in has else pl.lit(None, pl.Int64)
     dataset = pl.col("dataset") if "dataset" in has else pl.lit(None, pl.String)
+    directory = pl.col("path").str.replace(r"/[^/]*$", "")
+    group = pl.col("group") if "group" in has else pl.lit(None, pl.String)
     frame = copies.select(
         *_COPY_COLUMNS,
         offset.fill_null(0).cast(pl.Int64).alias("offset_bytes"),
-        dataset.fill_null(pl.col("path").str.replace(r"/[^/]*$", "")).alias("dataset"),
+        dataset.fill_null(directory).alias("dataset"),
+        group.fill_null(dataset.fill_null(directory)).alias("group"),
         *([pl.col("object_start_bytes").cast(pl.Int64)] if "object_start_bytes" in has else []),
     )
     if "object_start_bytes" not in has:
@@ -276,29 +279,37 @@ def _plan(
     readable = copies.filter("readable").drop("readable")
     # Groups keep the catalog's order: deterministic without sorting a million strings.
     files = copies.group_by("file_id", maintain_order=True).agg(
-        pl.col("written_s").min().alias("first_s"), pl.first("dataset"), pl.first("path")
+        pl.col("written_s").min().alias("first_s"),
+        pl.first("dataset"),
+        pl.first("group"),
+        pl.first("path"),
     )
-    datasets = files.group_by("dataset", maintain_order=True).agg(
-        pl.len().alias("n"), pl.col("first_s").max().alias("complete_s")
-    )
+    wholes = {
+        key: files.group_by(key, maintain_order=True).agg(
+            pl.len().alias("n"), pl.col("first_s").max().alias("complete_s")
+        )
+        for key in ("dataset", "group")
+    }
     slot = (we - ws) / params.campaigns
     frames, campaigns = [], []
     for c in range(params.campaigns):
         t_c = float(math.floor(ws + slot * (c + rng.uniform(0.0, 0.5))))
         kind = params.kinds[c % len(params.kinds)]
         requester = params.requesters[int(rng.integers(len(params.requesters)))]
-        if kind == "datasets":
-            eligible = datasets.filter(pl.col("complete_s") <= t_c)
+        if kind in ("datasets", "groups"):
+            # A campaign asks for whole datasets, or whole hint groups, one after the other.
+            key = "dataset" if kind == "datasets" else "group"
+            eligible = wholes[key].filter(pl.col("complete_s") <= t_c)
             order = rng.permutation(eligible.height)
             sizes = np.cumsum(eligible["n"].to_numpy()[order])
             take = int(np.searchsorted(sizes, params.files_per_campaign)) + 1
-            chosen = eligible[order[:take]].select("dataset").with_row_index("rank")
+            chosen = eligible[order[:take]].select(key).with_row_index("rank")
             wanted = (
-                files.join(chosen, on="dataset", maintain_order="left")
+                files.join(chosen, on=key, maintain_order="left")
                 .sort("rank", "path", "file_id")
                 .drop("rank")
             )
-            n_datasets = chosen.height
+            n_datasets = wanted["dataset"].n_unique()
         else:
             eligible = files.filter(pl.col("first_s") <= t_c)
             size = min(params.files_per_campaign, eligible.height)

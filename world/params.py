@@ -139,6 +139,11 @@ class SiteParams:
     ack_outage_hours: float = 24.0  # how long each outage lasts
     ack_outage_loss: float = 1.0  # share of the pending writes whose acknowledgement is lost
 
+    # Archive metadata (tapelens.world.hints): the written files' WLCG collocation hints, and
+    # the hint level whose groups the recall campaigns ask for together
+    hints: bool = False
+    hint_recall_level: int = 3
+
     # Operations history (tapelens.world.operations); `operations` is its params object
     history: bool = True
     history_max_copies: int = 500_000  # campaigns draw from at most this many copies
@@ -267,6 +272,8 @@ def _validate(p: SiteParams) -> None:
             raise bad(name, "must be positive")
     if not 0 < p.ack_outage_loss <= 1:
         raise bad("ack_outage_loss", "must be in (0, 1]")
+    if not 0 <= p.hint_recall_level <= 3:
+        raise bad("hint_recall_level", "must be a hint level, 0 to 3")
     if p.chunk_rows < 1_000:
         raise bad("chunk_rows", "must be at least 1000")
 

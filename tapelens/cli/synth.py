@@ -55,6 +55,11 @@ class _Stages(Progress):
     help="Front-end acknowledgement outages: files waiting or arriving then are written twice.",
 )
 @click.option(
+    "--hints",
+    is_flag=True,
+    help="Also write the files' archive metadata (hints/) and recall whole hint groups.",
+)
+@click.option(
     "--ack-outage-hours",
     type=click.FloatRange(min=0, min_open=True),
     default=24.0,
@@ -79,6 +84,7 @@ def generate_cmd(
     no_history: bool,
     scattered_datasets: int,
     ack_outages: int,
+    hints: bool,
     ack_outage_hours: float,
     ack_outage_loss: float,
 ) -> None:
@@ -103,6 +109,7 @@ def generate_cmd(
         history=not no_history,
         scattered_datasets=scattered_datasets,
         ack_outages=ack_outages,
+        hints=hints,
         ack_outage_hours=ack_outage_hours,
         ack_outage_loss=ack_outage_loss,
         **dates,
