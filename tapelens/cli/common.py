@@ -292,3 +292,42 @@ def drives_option(default: str = INVENTORY_DRIVES) -> Callable[[F], F]:
         metavar="SPEC",
         help=f"Drives per type, e.g. LTO8:6,LTO7:4 (default: {default}).",
     )
+
+
+LISTED = 5  # left-out entries named on stderr when no file lists them
+
+
+def say_left_out(
+    not_found: pl.DataFrame, unavailable: pl.DataFrame, written: list[Path], option: str
+) -> None:
+    """Count on stderr what a plan left out, by cause, and say where its list is: the file
+    written beside the output, else the first few named here and the option that lists all."""
+    for frame, what, cause in (
+        (not_found, "request not found", "cause"),
+        (unavailable, "file unavailable", "reason"),
+    ):
+        if frame.height == 0:
+            continue
+        if cause not in frame.columns:  # the catalog read names no cause: it is not there
+            frame = frame.with_columns(pl.lit("not in the catalog").alias(cause))
+        causes = frame.group_by(pl.col(cause).str.replace(r" \(.*\)$", "")).len()
+        why = ", ".join(f"{c}: {n:,}" for c, n in causes.sort("len", descending=True).iter_rows())
+        noun = (
+            what
+            if frame.height == 1
+            else what.replace("request", "requests", 1).replace("file ", "files ", 1)
+        )
+        stem = "not_found" if cause == "cause" else "unavailable"
+        listed = [p for p in written if p.name.endswith(f"{stem}.csv")]
+        if listed:
+            click.echo(f"tapelens: {frame.height:,} {noun} ({why}): {listed[0]}", err=True)
+            continue
+        click.echo(f"tapelens: {frame.height:,} {noun} ({why}):", err=True)
+        for row in frame.head(LISTED).iter_rows(named=True):
+            name = row.get("key") or row.get("path") or row.get("file_id")
+            line = f"line {row['line_no']}: " if row.get("line_no") is not None else ""
+            click.echo(f"  {line}{name} ({row.get(cause) or '?'})", err=True)
+        if frame.height > LISTED:
+            click.echo(
+                f"  ... {frame.height - LISTED:,} more: {option} lists them all beside it", err=True
+            )

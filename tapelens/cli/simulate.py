@@ -28,6 +28,7 @@ from tapelens.cli.common import (
     drives_or_inventory,
     order_option,
     pass_app,
+    say_left_out,
 )
 from tapelens.cli.output import emit_summary, summary_format_option
 from tapelens.db import connection
@@ -118,6 +119,8 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
         library = Library.from_counts(counts, opts["robots"], opts["robot_s"])
     else:
         library = Library.from_names(list(source.drives), opts["robots"], opts["robot_s"])
+    # What the request list names but the library cannot read is said, as plan recall says it.
+    say_left_out(source.not_found, source.unavailable, [], "plan recall REQUESTS -o FILE")
     result = simulate(source.requests, library, params, config, np.random.default_rng(opts["seed"]))
     summary = sim_io.summary_dict(result, source)
     if opts["summary_file"]:
