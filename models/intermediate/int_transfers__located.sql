@@ -2,7 +2,8 @@
 -- the archive id): the copy gives volume, position, offset and dataset. Candidate copies match
 -- by path, else by file_id; among them the copy on the logged volume and position wins, then a
 -- copy that was in the catalog when the read started, then the newest (tape clients recall the
--- newest copy). A volume or position the log gives is kept as logged.
+-- newest copy; ties as analysis/recall/baselines.py breaks them). A volume or position the log
+-- gives is kept as logged.
 with reads as (
     select * from {{ ref('stg_transfers') }}
     where direction = 'read' and status = 'ok'
@@ -24,6 +25,7 @@ by_path as (
         copies.dataset,
         copies.dataset_type,
         copies.written_at,
+        copies.copy_no,
         copies.removed_at,
         0 as match_rank
     from reads
@@ -43,6 +45,7 @@ by_file_id as (
         copies.dataset,
         copies.dataset_type,
         copies.written_at,
+        copies.copy_no,
         copies.removed_at,
         1 as match_rank
     from reads
@@ -73,7 +76,13 @@ chosen as (
             and (candidates.removed_at is null or candidates.removed_at > reads.started_at)
         ) desc,
         candidates.match_rank,
+        -- the newest as the product orders a file's copies (analysis/recall/baselines.py
+        -- newest_first): the latest write, the highest copy number, then volume and position
         candidates.written_at desc,
+        candidates.copy_no desc,
+        candidates.volume,
+        candidates.position,
+        candidates.offset_bytes,
         candidates.copy_id
 ),
 
