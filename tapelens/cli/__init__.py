@@ -30,7 +30,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "report": ("report",),
     "throughput": ("throughput",),
     "predict": ("predict",),
-    "plan": ("plan", "plan_repack", "plan_dedup"),
+    "plan": ("plan", "plan_repack", "plan_dedup", "plan_families"),
     "simulate": ("simulate",),
     "whatif": ("whatif",),
     "drives": ("drives",),
@@ -38,7 +38,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "dashboards": ("dashboards",),
     "demo": ("demo", "synth"),
 }
-HELPERS = ("common", "groups", "output")  # shared by the command modules, no commands
+HELPERS = ("common", "groups", "output", "progress")  # shared by the command modules, no commands
 # Former names, still understood but no longer listed: `models` and `model` read too much alike.
 ALIASES = {"models": "marts", "model": "throughput"}
 
