@@ -10,7 +10,10 @@ Input: the files with when they reached the disk cache; output: where each would
 - `sorted-by-directory`: each migration writes its files sorted by directory and file name
   (HPSS's "sort by directory" option): the sort window is the migration;
 - `collocate`: each dataset written whole, in directory order, once its last file has arrived,
-  onto the fewest tapes (analysis/whatif/collocate.py): the best a placement can do.
+  onto the fewest tapes (analysis/whatif/collocate.py): the best a placement can do;
+- `collocate-by-hint` (replay_families): migrations as the site runs them, each file on the
+  open tape of its tape family, the file's collocation hint group at level k (small groups
+  merged upward), with at most F families open per pool (analysis/whatif/families.py).
 
 The mechanics (migration triggers, write drives, aggregates, tape fill) are in
 analysis/whatif/write.py; the statistics in analysis/whatif/stats.py. Pure: frames in, frames out.
@@ -26,11 +29,19 @@ import polars as pl
 
 from tapelens.analysis.whatif import write as ww
 from tapelens.analysis.whatif.collocate import Groups, place_groups
+from tapelens.analysis.whatif.families import (
+    FamilyPolicy,
+    WriteCost,
+    families,
+    place_families,
+    write_cost,
+)
 from tapelens.analysis.whatif.stats import RecallSetup, seconds_of, summarise
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME as MEDIA
 
 POLICIES = ("fifo", "sorted-by-directory", "collocate")
+HINT_POLICY = "collocate-by-hint"  # replay_families: needs each file's hint groups
 GB = 1_000_000_000
 MB = 1_000_000
 TB = 1_000_000_000_000
@@ -320,6 +331,11 @@ def replay(stream: pl.DataFrame, params: WhatIfParams) -> pl.DataFrame:
         obj = _collocated(params, a, drives)
     else:
         obj = _batched(params, a, drives)
+    return _placed(frame, params, obj)
+
+
+def _placed(frame: pl.DataFrame, params: WhatIfParams, obj: ww.Objects) -> pl.DataFrame:
+    """The prepared stream with where each file landed."""
     media_names = np.array([m for m, _ in params.media], dtype=object)
     tape = obj.obj_tape[obj.file_obj]
     in_agg = obj.file_member > 0
@@ -343,6 +359,50 @@ def replay(stream: pl.DataFrame, params: WhatIfParams) -> pl.DataFrame:
         )
         .drop("_tape", "_offset", "_agg")
     )
+
+
+def replay_families(
+    stream: pl.DataFrame, params: WhatIfParams, policy: FamilyPolicy
+) -> tuple[pl.DataFrame, WriteCost]:
+    """Where each file of the write stream lands when written by tape family (the policy
+    collocate-by-hint): the placed stream as replay() returns it, with its `family`, and the
+    write cost per pool. `stream` as for replay(), with pool and group_0..group_3 (null where
+    a file has no hint at that level)."""
+    with_pool = (
+        stream if "pool" in stream.columns else stream.with_columns(pool=pl.lit(DEFAULT_POOL))
+    )
+    family = families(
+        with_pool.with_columns(pl.col("pool").cast(pl.String).fill_null(DEFAULT_POOL)),
+        policy.level,
+        policy.min_family_bytes,
+    )
+    frame, a, pools = _prepare(with_pool.with_columns(family))
+    if frame.height == 0:
+        raise InputError("the write stream holds no files")
+    code = frame["family"].rank("dense").to_numpy().astype(np.int64) - 1
+    given = dict(policy.open_families)
+    open_per_pool = np.array([max(int(given.get(p, 1)), 1) for p in pools], dtype=np.int64)
+    order, slot, batch, ran_s = place_families(
+        a, code, open_per_pool, params.window_s, params.batch_bytes
+    )
+    n = frame.height
+    o_pool, o_slot, o_batch, o_fam = a.pool[order], slot[order], batch[order], code[order]
+    change = np.ones(n, dtype=bool)
+    change[1:] = (
+        (o_pool[1:] != o_pool[:-1])
+        | (o_slot[1:] != o_slot[:-1])
+        | (o_batch[1:] != o_batch[:-1])
+        | (o_fam[1:] != o_fam[:-1])
+    )
+    obj = _objects(params, a, order, np.cumsum(change), ran_s[batch], slot)
+    n_obj = obj.obj_tape.shape[0]
+    obj_pool = np.zeros(n_obj, dtype=np.int64)
+    obj_pool[obj.file_obj] = a.pool
+    obj_batch = np.zeros(n_obj, dtype=np.int64)
+    obj_batch[obj.file_obj] = batch
+    obj_size = np.bincount(obj.file_obj, weights=a.size, minlength=n_obj).astype(np.int64)
+    cost = write_cost(pools, obj, obj_pool, obj_batch, obj_size, _capacities(params))
+    return _placed(frame, params, obj), cost
 
 
 def compare(

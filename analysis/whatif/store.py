@@ -166,6 +166,14 @@ def _recall_setup(
     return RecallSetup(drives, params, readers)
 
 
+def recall_setup(
+    conn: psycopg.Connection, drives: Mapping[str, int] | None, media: set[str]
+) -> RecallSetup:
+    """What the recall engine needs for the site: its calibrated parameters, which drives read
+    which media, and `drives` (default: the site's online drives, else one per media type)."""
+    return _recall_setup(conn, CatalogOptions(drives=drives), media)
+
+
 def whatif_from_catalog(
     conn: psycopg.Connection,
     policies: Sequence[str],

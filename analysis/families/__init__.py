@@ -1,0 +1,1 @@
+"""Tape families: which hint level to collocate written files on, and what it saves."""

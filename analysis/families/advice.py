@@ -1,0 +1,280 @@
+"""Tape families advice: which hint level to collocate on, per pool, and what it saves.
+
+For each hint level k the recorded write stream is replayed under the write policy
+"collocate by hint level k with at most F open families" (analysis/whatif/families.py), and
+every placement, the recorded one too, is priced the same way: gaps and tapes per dataset as
+`whatif placement` measures them (analysis/whatif/stats.py), and each recall campaign of the
+history recalled from it by the recall engine (analysis/recall/engine.py predict_recall: every
+tape mounted once, every move by the one price of a move). Per pool the advised level is the
+one with the fewest recall hours over the history's campaigns; on a tie (within TIE_SHARE) the
+one that leaves fewer tapes partly filled, then the broader. Pure: frames in, frames out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import polars as pl
+
+from tapelens.analysis.recall.engine import predict_recall
+from tapelens.analysis.whatif.families import (
+    DEFAULT_MIN_FAMILY_BYTES,
+    FULL_SHARE,
+    LEVELS,
+    FamilyPolicy,
+)
+from tapelens.analysis.whatif.replay import WhatIfParams, drives_per_pool, replay_families
+from tapelens.analysis.whatif.stats import RecallSetup, summarise
+from tapelens.errors import InputError
+from tapelens.media import BY_NAME as MEDIA
+
+RECORDED = "recorded"
+# What the recall engine reads of a copy.
+ENGINE_COLUMNS = (
+    "file_id",
+    "path",
+    "volume",
+    "media_type",
+    "position",
+    "offset_bytes",
+    "aggregate_id",
+    "start_bytes",
+    "size_bytes",
+    "copy_no",
+)
+TIE_SHARE = 0.005  # recall hours this close are a tie
+HOUR_S = 3600.0
+
+Progress = Callable[[str], None]
+
+TABLE_SCHEMA: dict[str, pl.DataType] = {
+    "pool": pl.String(),
+    "placement": pl.String(),
+    "level": pl.Int64(),
+    "advised": pl.Boolean(),
+    "families": pl.Int64(),
+    "open_families": pl.Int64(),
+    "files": pl.Int64(),
+    "tapes": pl.Int64(),
+    "tapes_per_dataset": pl.Float64(),
+    "mean_gap": pl.Float64(),
+    "campaigns": pl.Int64(),
+    "recall_mounts": pl.Int64(),
+    "recall_hours": pl.Float64(),
+    "recall_elapsed_hours": pl.Float64(),
+    "write_mounts": pl.Int64(),
+    "partly_filled_tapes": pl.Int64(),
+}
+
+
+@dataclass(frozen=True)
+class AdviceOptions:
+    """How the families are advised: the open tapes the site can keep (shared out over the
+    pools by their bytes), the smallest family, the levels to try."""
+
+    open_families: int
+    min_family_bytes: int = DEFAULT_MIN_FAMILY_BYTES
+    levels: tuple[int, ...] = tuple(range(LEVELS))
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The advice: per pool and placement its figures (TABLE_SCHEMA; `advised` marks each
+    pool's advised level), the advised families (pool, level, family, files, bytes, hint
+    groups: the group values a family takes in), and each advised file's place."""
+
+    table: pl.DataFrame
+    families: pl.DataFrame
+    placement: pl.DataFrame  # the advised placement: file_id, pool, family, volume, ...
+
+
+def advise(
+    copies: pl.DataFrame,
+    stream: pl.DataFrame,
+    campaigns: pl.DataFrame,
+    recall: RecallSetup,
+    params: WhatIfParams,
+    options: AdviceOptions,
+    progress: Progress | None = None,
+) -> Advice:
+    """Advise tape families per pool.
+
+    copies: the live copies (whatif store COPY_SCHEMA: file_id, dataset, dataset_type,
+    experiment, size_bytes, volume, position, offset_bytes, aggregate_id, start_bytes,
+    media_type, written_at). stream: one row per file (write_stream) with group_0..group_3.
+    campaigns: campaign, file_id (the files each recall campaign of the history read)."""
+    say = progress or (lambda _m: None)
+    if stream.height == 0:
+        raise InputError("no written files to advise on")
+    pools = sorted(stream["pool"].cast(pl.String).fill_null("all").unique().to_list())
+    pool_bytes = np.array(
+        [stream.filter(pl.col("pool") == p)["size_bytes"].sum() for p in pools], dtype=float
+    )
+    open_per_pool = drives_per_pool(
+        replace(params, write_drives=options.open_families, drives_by_pool=()), pools, pool_bytes
+    )
+    open_map = tuple(zip(pools, (int(x) for x in open_per_pool), strict=True))
+    pool_of = stream.select("file_id", pl.col("pool").cast(pl.String))
+    rows: list[dict[str, object]] = []
+    say(f"pricing the recorded placement ({copies.height:,} copies)")
+    recorded = copies.join(pool_of, on="file_id", how="inner")
+    rows += _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
+    placed_by_level: dict[int, pl.DataFrame] = {}
+    for level in options.levels:
+        say(f"replaying the writes collocated by hint level {level}")
+        policy = FamilyPolicy(level, open_map, options.min_family_bytes)
+        placed, cost = replay_families(stream, params, policy)
+        placed_by_level[level] = placed
+        rows += _figures(
+            placed, campaigns, recall, pools, f"level {level}", level, dict(open_map), cost.frame
+        )
+    table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
+    advised = table.filter(pl.col("advised")).select("pool", "level")
+    parts = [
+        placed_by_level[int(level)].filter(pl.col("pool") == pool)
+        for pool, level in advised.iter_rows()
+    ]
+    placement = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+    return Advice(table, _families(placement, advised), placement)
+
+
+def _figures(
+    placed: pl.DataFrame,
+    campaigns: pl.DataFrame,
+    recall: RecallSetup,
+    pools: list[str],
+    name: str,
+    level: int | None,
+    open_map: dict[str, int],
+    cost: pl.DataFrame | None,
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for pool in pools:
+        mine = placed.filter(pl.col("pool") == pool)
+        if mine.height == 0:
+            continue
+        stats = summarise(mine, "written_at").filter(pl.col("dataset_type") == "all")
+        mounts, hours, elapsed, n_campaigns = _recalls(mine, campaigns, recall)
+        row: dict[str, object] = {
+            "pool": pool,
+            "placement": name,
+            "level": level,
+            "advised": False,
+            "families": mine["family"].n_unique() if "family" in mine.columns else None,
+            "open_families": open_map.get(pool) if level is not None else None,
+            "files": mine["file_id"].n_unique(),
+            "tapes": mine["volume"].n_unique(),
+            "tapes_per_dataset": _first(stats, "tapes_per_dataset_mean"),
+            "mean_gap": _first(stats, "mean_gap"),
+            "campaigns": n_campaigns,
+            "recall_mounts": mounts,
+            "recall_hours": hours,
+            "recall_elapsed_hours": elapsed,
+            "write_mounts": None,
+            "partly_filled_tapes": _partly_filled(mine),
+        }
+        if cost is not None:
+            mine_cost = cost.filter(pl.col("pool") == pool)
+            if mine_cost.height:
+                row["write_mounts"] = int(mine_cost["write_mounts"][0])
+                row["partly_filled_tapes"] = int(mine_cost["partly_filled_tapes"][0])
+        rows.append(row)
+    return rows
+
+
+def _first(frame: pl.DataFrame, column: str) -> float | None:
+    if frame.height == 0 or frame[column][0] is None:
+        return None
+    return float(frame[column][0])
+
+
+def _partly_filled(copies: pl.DataFrame) -> int:
+    """Tapes of these copies filled to less than FULL_SHARE of their media's capacity (the
+    bytes of the given copies on them)."""
+    used = copies.group_by("volume", "media_type").agg(pl.col("size_bytes").sum().alias("used"))
+    capacity = pl.col("media_type").replace_strict(
+        {m: MEDIA[m].capacity_bytes for m in MEDIA}, default=None, return_dtype=pl.Int64
+    )
+    return int(used.filter(pl.col("used") < FULL_SHARE * capacity).height)
+
+
+def _recalls(
+    placed: pl.DataFrame, campaigns: pl.DataFrame, recall: RecallSetup
+) -> tuple[int, float, float, int]:
+    """Mounts, drive hours and elapsed hours of recalling each campaign's files from `placed`,
+    one campaign after the other, each on all the drives (the engine's plan of it), and the
+    number of campaigns. A mount's drive time runs from the robot's mount to its dismount."""
+    columns = [c for c in ENGINE_COLUMNS if c in placed.columns]
+    if placed.schema.get("written_at", pl.Float64()).is_temporal():
+        columns.append("written_at")  # a replayed placement's times are the migrations'
+    wanted = placed.select(columns).join(
+        campaigns.select("campaign", "file_id"), on="file_id", how="inner"
+    )
+    wanted = wanted.filter(pl.col("media_type").is_in(list(recall.params_by_media)))
+    mounts, drive_s, elapsed_s, n = 0, 0.0, 0.0, 0
+    for (_campaign,), files in wanted.group_by(["campaign"], maintain_order=True):
+        done = predict_recall(
+            files.drop("campaign"),
+            recall.drives,
+            recall.params_by_media,
+            readable_by=recall.readable_by,
+        )
+        mounts += done.mounts
+        drive_s += float((done.tapes["end_s"] - done.tapes["start_s"]).sum())
+        elapsed_s += done.makespan_s
+        n += 1
+    return mounts, drive_s / HOUR_S, elapsed_s / HOUR_S, n
+
+
+def _choose(table: pl.DataFrame) -> pl.DataFrame:
+    """Mark each pool's advised level: fewest recall hours, ties to fewer partly filled tapes,
+    then to the broader level."""
+    advised: set[tuple[str, int]] = set()
+    levels = table.filter(pl.col("level").is_not_null())
+    for (pool,), rows in levels.group_by(["pool"], maintain_order=True):
+        best = float(rows["recall_hours"].min())  # type: ignore[arg-type]
+        close = rows.filter(pl.col("recall_hours") <= best * (1 + TIE_SHARE) + 1e-9)
+        pick = close.sort("partly_filled_tapes", "level").row(0, named=True)
+        advised.add((str(pool), int(pick["level"])))
+    marks = [
+        (p, lv) in advised if lv is not None else False
+        for p, lv in zip(table["pool"].to_list(), table["level"].to_list(), strict=True)
+    ]
+    return table.with_columns(pl.Series("advised", marks, dtype=pl.Boolean))
+
+
+def _families(placement: pl.DataFrame, advised: pl.DataFrame) -> pl.DataFrame:
+    """The advised families per pool: files, bytes, tapes and the hint groups each takes in."""
+    schema = {
+        "pool": pl.String,
+        "level": pl.Int64,
+        "family": pl.String,
+        "files": pl.Int64,
+        "bytes": pl.Int64,
+        "tapes": pl.Int64,
+    }
+    if placement.height == 0:
+        return pl.DataFrame(schema=schema)
+    return (
+        placement.join(advised, on="pool")
+        .group_by("pool", "level", "family")
+        .agg(
+            pl.len().cast(pl.Int64).alias("files"),
+            pl.col("size_bytes").sum().cast(pl.Int64).alias("bytes"),
+            pl.col("volume").n_unique().cast(pl.Int64).alias("tapes"),
+        )
+        .sort("pool", pl.col("bytes"), descending=[False, True])
+        .select(list(schema))
+    )
+
+
+def levels_of(values: Sequence[str]) -> tuple[int, ...]:
+    """Hint levels from their names ("0".."3")."""
+    out = []
+    for v in values:
+        if v not in {str(k) for k in range(LEVELS)}:
+            raise InputError(f"hint level {v!r}: expected 0 to {LEVELS - 1}")
+        out.append(int(v))
+    return tuple(sorted(set(out)))
