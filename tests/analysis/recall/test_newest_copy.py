@@ -4,9 +4,10 @@ shapes of the generated sites."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
+import psycopg
 import pytest
 
 from tapelens.analysis.dedup.plan import _newest
@@ -130,3 +131,49 @@ def test_the_product_recalls_the_copies_the_world_recalls(
         world = _newest_copies(wanted, readable.drop("copy_no"), t_s).select(keys)
         product = newest_copies(readable.filter(pl.col("written_s") <= t_s), "file_id")
         assert world.sort(keys).equals(product.select(keys).sort(keys)), (profile, quantile)
+
+
+def test_transfers_are_linked_to_the_copy_the_product_calls_the_newest(dsn: str) -> None:
+    """The canonical view tapelens.transfers_linked (migration 024) picks, for a read that names
+    only the path, the copy newest_copies picks among the copies written before it."""
+    # (path, volume, position, written_at, copy_no)
+    catalog = [
+        ("/d/f", "B", 1, T0, 1),
+        ("/d/f", "A", 7, T0, 2),  # same second, higher copy number
+        ("/d/g", "C", 5, T0, 1),
+        ("/d/g", "A", 9, T0, 1),  # full tie: the first volume by name
+        ("/d/h", "C", 2, T0, 1),
+        ("/d/h", "D", 3, T1, 1),  # newer
+        ("/d/h", "E", 4, T1 + timedelta(days=400), 3),  # written after the read: not it
+    ]
+    read_at = T1 + timedelta(days=1)
+    with psycopg.connect(dsn) as conn:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "insert into tapelens.tape_files (source, copy_id, path, dataset, dataset_type,"
+                " experiment, size_bytes, volume, position, written_at, copy_no, ingest_run_id)"
+                " values ('s', %s, %s, '/d', 'RAW', 'exp', 1, %s, %s, %s, %s, 1)",
+                [(f"{v}:{p}", path, v, p, w, n) for path, v, p, w, n in catalog],
+            )
+            cur.executemany(
+                "insert into tapelens.transfers (source, direction, path, started_at, status,"
+                " ingest_run_id) values ('site', 'read', %s, %s, 'ok', 1)",
+                [(path, read_at) for path in ("/d/f", "/d/g", "/d/h")],
+            )
+        linked = conn.execute(
+            "select path, linked_volume, linked_position from tapelens.transfers_linked"
+        ).fetchall()
+    frame = pl.DataFrame(
+        [r for r in catalog if r[3] <= read_at],
+        schema={
+            "path": pl.String,
+            "volume": pl.String,
+            "position": pl.Int64,
+            "written_at": pl.Datetime("us", "UTC"),
+            "copy_no": pl.Int32,
+        },
+        orient="row",
+    )
+    newest = newest_copies(frame, "path").select("path", "volume", "position").rows()
+    assert sorted(linked) == sorted(newest)
+    assert sorted(linked) == [("/d/f", "A", 7), ("/d/g", "A", 9), ("/d/h", "D", 3)]
