@@ -17,8 +17,8 @@ import psycopg
 from psycopg import sql
 
 from tapelens.db import connection, redact
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError
-from tapelens.models import MARTS_SCHEMA
 
 READER_ROLE = "tapelens_reader"
 VIEWS_SCHEMA = "tapelens_dashboards"

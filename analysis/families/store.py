@@ -17,9 +17,9 @@ from tapelens.analysis.whatif.store import (
     recall_setup,
     write_stream,
 )
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
 from tapelens.frames import copy_frame
-from tapelens.models import MARTS_SCHEMA
 
 # Reads of one requester belong to one campaign while each starts within this many seconds of
 # the one before: the default of fct_hint_recall_groups (var recall_campaign_gap_s).

@@ -27,10 +27,10 @@ from tapelens.analysis.recall.planner import PlanOptions, RecallPlan, plan_recal
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
+from tapelens.dbt_runs import MARTS_SCHEMA, PROJECT_DIR
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
-from tapelens.models import MARTS_SCHEMA, PROJECT_DIR
 from tapelens.tape_states import NOT_RECALLABLE
 
 CATALOG_SCHEMA: dict[str, Any] = {

@@ -23,8 +23,8 @@ from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
-from tapelens.models import MARTS_SCHEMA
 
 # Rough costs for screening only (LTO-8 defaults, tapelens/media.py): a mount with rewind and
 # unload, an average locate, the native rate.

@@ -12,8 +12,8 @@ from datetime import datetime
 
 import polars as pl
 
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
-from tapelens.models import MARTS_SCHEMA
 
 REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates", "hints")
 GROUPINGS = {

@@ -18,10 +18,10 @@ import psycopg
 from psycopg import sql
 
 from tapelens.catalog import file_identity
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError
 from tapelens.frames import copy_frame, one_line
 from tapelens.media import fill_media_from_labels
-from tapelens.models import MARTS_SCHEMA
 
 READS_RELATION = (MARTS_SCHEMA, "fct_transfer_rates")
 UTC = pl.Datetime("us", "UTC")

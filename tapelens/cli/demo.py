@@ -8,8 +8,8 @@ import click
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.frames import read_frame
-from tapelens.models import MARTS_SCHEMA
 
 demo = BY_NAME["demo"]
 

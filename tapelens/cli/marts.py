@@ -10,7 +10,7 @@ import yaml
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
-from tapelens.models import MARTS_SCHEMA, NodeDone, build
+from tapelens.dbt_runs import MARTS_SCHEMA, NodeDone, build
 
 marts = BY_NAME["marts"]
 

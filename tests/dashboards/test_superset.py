@@ -43,7 +43,7 @@ from tapelens.dashboards.superset.install import (
     viewer_password,
 )
 from tapelens.dashboards.superset.server import stop
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tapelens.settings import default_home
 from tests.conftest import _clone_template, with_dbname
 from tests.fixtures.dashboard_site import PLAN_NAME, insert_site

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 
-from tapelens.models import NodeDone, build
+from tapelens.dbt_runs import NodeDone, build
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 
 ADDRESS_MARTS = ["+fct_tape_layouts"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.models import DBT_WORK_MEM, analyze_sources, build, profile_env, stale_sources
+from tapelens.dbt_runs import DBT_WORK_MEM, analyze_sources, build, profile_env, stale_sources
 from tests.fixtures.marts import reset, rows
 
 # The server publishes a session's table counters when the session ends, a moment later.

@@ -14,7 +14,7 @@ from psycopg import conninfo
 from tapelens.cli import cli, main
 from tapelens.cli.marts import _parse_vars
 from tapelens.errors import DatabaseError
-from tapelens.models import build, dbt_args
+from tapelens.dbt_runs import build, dbt_args
 from tests.fixtures.marts import reset
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import reset
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from tapelens.cli import cli
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.marts import reset, rows
 
 PARKING = ("parking", "RAW", "Run2024C", "/ParkingVBF5/Run2024C-v1/RAW")

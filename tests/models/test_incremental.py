@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures import tiny_site as sample
 from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, reset, rows, snapshot, watermarks
 

@@ -12,7 +12,7 @@ import pytest
 
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.fake_formats import FAKE_CATALOG
 from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, reset, rows, snapshot
 

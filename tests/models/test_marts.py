@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.models import BuildSummary, build
+from tapelens.dbt_runs import BuildSummary, build
 from tests.fixtures import tiny_site as sample
 from tests.fixtures.marts import reset, rows
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.marts import reset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

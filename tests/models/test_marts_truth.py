@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from tapelens.frames import read_frame
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 from tests.fixtures.marts import reset

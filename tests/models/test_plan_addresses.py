@@ -13,7 +13,7 @@ import pytest
 from tapelens.analysis.recall import store as plan_store
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.fake_formats import FAKE_CATALOG
 from tests.fixtures.marts import MODELS_ONLY, reset
 

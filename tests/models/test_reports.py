@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tapelens.analysis.reports.queries import COUNT_COLUMN, GAP_BINS, GROUPINGS
 from tapelens.cli import cli
 from tapelens.errors import DatabaseError, InputError
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import MODELS_ONLY, reset
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tapelens.analysis.geometry.place import start_bytes_from_sizes
 from tapelens.analysis.recall.store import load_catalog, tape_objects_sql
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 from tests.props import examples
 

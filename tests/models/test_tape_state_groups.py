@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tapelens.tape_states import COPIES_GONE, NOT_RECALLABLE, OUT_OF_LIBRARY, STATES
 from tests.fixtures.marts import reset, rows
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tapelens.cli.progress import EVERY_S, QUIET_S, Progress, time_left
-from tapelens.models import NodeDone
+from tapelens.dbt_runs import NodeDone
 
 
 class Clock:

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tapelens.cli import cli
+from tapelens.dbt_runs import build
 from tapelens.errors import InputError
-from tapelens.models import build
 from tests.fixtures import tiny_site
 from tests.fixtures.marts import MODELS_ONLY
 

@@ -20,7 +20,7 @@ import pytest
 from tapelens.analysis.throughput import store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.validate import validate
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tapelens.world import generate, site_params
 from tapelens.world.operations import OperationsParams
 from tests.fixtures.generated_site import load_site
