@@ -42,7 +42,7 @@ from tapelens.analysis.recall.drives import parse_drives  # noqa: E402
 from tapelens.analysis.recall.planner import PlanOptions, plan_recall  # noqa: E402
 from tapelens.analysis.recall.policies import Sharing  # noqa: E402
 from tapelens.analysis.recall.requests import requests_frame  # noqa: E402
-from tapelens.analysis.recall.store import load_catalog  # noqa: E402
+from tapelens.analysis.recall.store.catalog import load_catalog  # noqa: E402
 from tapelens.analysis.throughput.model import default_params  # noqa: E402
 
 GB = 1_000_000_000

@@ -21,7 +21,7 @@ import polars as pl
 import psycopg
 
 from tapelens.analysis.recall.requests import read_requests, resolve
-from tapelens.analysis.recall.store import load_catalog
+from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.analysis.sim.simulator import SimResult
 from tapelens.errors import DatabaseError, InputError
 from tapelens.media import media_from_barcode

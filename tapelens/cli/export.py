@@ -8,9 +8,9 @@ import click
 import polars as pl
 import psycopg
 
-from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall import tape_rest
 from tapelens.analysis.recall.requests import read_requests
+from tapelens.analysis.recall.store.export_copies import recallable_copies, tape_fill
 from tapelens.analysis.recall.tapeinfo import (
     DCACHE_ROOT,
     FORMATS,
@@ -44,7 +44,7 @@ def requests_option(fn: F) -> F:
 def _recallable(conn: psycopg.Connection, requests_file: str | None) -> pl.DataFrame:
     """The copies an export speaks of; none is an error."""
     asked = read_requests(requests_file) if requests_file else None
-    copies = plan_store.recallable_copies(conn, asked)
+    copies = recallable_copies(conn, asked)
     if copies.height == 0:
         raise InputError("no live file on a tape that can be read now: nothing to export")
     return copies
@@ -115,7 +115,7 @@ def dcache_tapeinfo(
     mapping = parse_path_map(path_map)
     with connection(app.dsn()) as conn:
         copies = _recallable(conn, requests_file)
-        tapes = plan_store.tape_fill(conn)
+        tapes = tape_fill(conn)
     info, files, left_out = tapeinfo(copies, tapes, mapping, dcache_root)
     directory = Path(output_dir)
     for path in write_tapeinfo(info, files, directory, fmt):

@@ -9,7 +9,6 @@ import click
 import polars as pl
 
 from tapelens.analysis.recall import export as plan_export
-from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.direct import DirectSubmission
 from tapelens.analysis.recall.engine import OBJECTIVES
 from tapelens.analysis.recall.planner import PlanOptions
@@ -21,6 +20,8 @@ from tapelens.analysis.recall.policies import (
 )
 from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
 from tapelens.analysis.recall.requests import read_requests
+from tapelens.analysis.recall.store.catalog import plan_from_database, planning_inputs
+from tapelens.analysis.recall.store.saved_plans import compare_plan, save_plan
 from tapelens.cli.common import (
     App,
     drives_option,
@@ -155,7 +156,7 @@ def recall(
             direct=DirectSubmission(window=fifo_window),
         )
         with _Steps("reading the requested files' copies from the catalog") as steps:
-            result, params = plan_store.plan_from_database(
+            result, params = plan_from_database(
                 conn,
                 asked,
                 options,
@@ -163,7 +164,7 @@ def recall(
                 progress=steps,
             )
         if save_name:
-            replaced = plan_store.save_plan(conn, save_name, result, params)
+            replaced = save_plan(conn, save_name, result, params)
             click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)
     if result.summary["files"] == 0:
         raise InputError(plan_export.nothing_to_recall(result))
@@ -278,7 +279,7 @@ def policies_cmd(
     with connection(app.dsn(), autocommit=True) as conn:
         drives = drives_or_inventory(conn, drives_spec)
         options = PlanOptions(drives=tuple(drives.items()), sharing=sharing)
-        catalog, params, readers = plan_store.planning_inputs(
+        catalog, params, readers = planning_inputs(
             conn, asked, note=lambda line: click.echo(f"tapelens: {line}", err=True)
         )
     compared = compare_policies(asked, catalog, params, options, chosen, readers)
@@ -308,7 +309,7 @@ def compare(app: App, name: str, output: str | None, fmt: str) -> None:
     """
     _csv_only(output, "the per-file comparison", "--format json for the figures")
     with connection(app.dsn(), autocommit=True) as conn:
-        result = plan_store.compare_plan(conn, name)
+        result = compare_plan(conn, name)
     if output:
         result.files.write_csv(output)
         click.echo(f"wrote {output}", err=True)

@@ -6,7 +6,7 @@ import click
 import polars as pl
 
 from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
-from tapelens.analysis.recall.store import load_datasets
+from tapelens.analysis.recall.store.catalog import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
     INVENTORY_DRIVES,

@@ -10,7 +10,7 @@ import polars as pl
 import psycopg
 import pytest
 
-from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
 from tapelens.dbt_runs import build
@@ -61,7 +61,7 @@ def planned_addresses(dsn: str, paths: list[str]) -> tuple[pl.DataFrame, list[st
     notes: list[str] = []
     requests = pl.DataFrame({"kind": ["path"] * len(paths), "key": paths})
     with psycopg.connect(dsn, autocommit=True) as conn:
-        found = plan_store.load_catalog(conn, requests, note=notes.append)
+        found = load_catalog(conn, requests, note=notes.append)
     addresses = found.select("path", "volume", "start_bytes", "avg_object_bytes").sort(
         "path", "volume"
     )

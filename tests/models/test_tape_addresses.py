@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tapelens.analysis.geometry.place import start_bytes_from_sizes
-from tapelens.analysis.recall.store import load_catalog, tape_objects_sql
+from tapelens.analysis.recall.store.addresses import tape_objects_sql
+from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.dbt_runs import build
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 from tests.props import examples

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 
-from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.store import catalog as plan_catalog
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ingest_file
 from tests.fixtures.fake_formats import FAKE_CATALOG
@@ -39,7 +39,7 @@ def requests_tables(dsn: str) -> list[str]:
 
 
 def plan_of(cur: psycopg.Cursor, table: sql.Composable) -> str:
-    query = sql.SQL(plan_store._HITS["path"]).format(requests=table)
+    query = sql.SQL(plan_catalog._HITS["path"]).format(requests=table)
     rows = cur.execute(sql.SQL("explain ") + query).fetchall()
     return "\n".join(str(r[0]) for r in rows)
 
@@ -48,7 +48,7 @@ def test_the_catalog_join_may_run_in_parallel_workers(loaded: str) -> None:
     # force_parallel_mode puts a Gather over any plan that is safe to run in workers: the join
     # with the planner's requests table gets one, the same join with a temporary table cannot.
     with psycopg.connect(loaded) as conn, conn.transaction(), conn.cursor() as cur:
-        table = plan_store._requests_table(cur)
+        table = plan_catalog._requests_table(cur)
         cur.execute(
             "select c.relpersistence, n.nspname from pg_class c"
             " join pg_namespace n on n.oid = c.relnamespace where c.oid = %s::regclass",
@@ -65,7 +65,7 @@ def test_a_plan_finds_its_copies_and_leaves_no_requests_table(loaded: str) -> No
     wanted = PATHS[::3] + ["/atlas/data/not-on-tape"]
     requests = pl.DataFrame({"kind": ["path"] * len(wanted), "key": wanted})
     with psycopg.connect(loaded, autocommit=True) as conn:
-        found = plan_store.load_catalog(conn, requests)
+        found = plan_catalog.load_catalog(conn, requests)
     assert sorted(found["path"].to_list()) == sorted(PATHS[::3])
     assert requests_tables(loaded) == []
     # A load that fails part way takes its table with its transaction.
@@ -75,7 +75,7 @@ def test_a_plan_finds_its_copies_and_leaves_no_requests_table(loaded: str) -> No
         conn.transaction(),
         conn.cursor() as cur,
     ):
-        plan_store._requests_table(cur)
+        plan_catalog._requests_table(cur)
         cur.execute("select 1 / 0")
     assert requests_tables(loaded) == []
 
@@ -102,6 +102,6 @@ def reader(loaded: str) -> Iterator[str]:
 def test_a_role_that_may_not_create_tables_plans_through_a_temporary_one(reader: str) -> None:
     requests = pl.DataFrame({"kind": ["path", "path"], "key": [PATHS[0], PATHS[5]]})
     with psycopg.connect(reader, autocommit=True) as conn:
-        found = plan_store.load_catalog(conn, requests)
+        found = plan_catalog.load_catalog(conn, requests)
     assert sorted(found["path"].to_list()) == [PATHS[0], PATHS[5]]
     assert requests_tables(reader) == []

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg import sql
 
-from tapelens.analysis.recall import store as plan_store
+from tapelens.analysis.recall.store.saved_plans import compare_plan
 from tapelens.dashboards.reader_role import VIEWS_SCHEMA, view_files
 
 SAVED = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -79,8 +79,8 @@ def test_plan_compare_and_the_dashboards_see_the_same_first_reads(dsn: str) -> N
     with psycopg.connect(dsn) as conn:
         save_plan(conn)
         conn.commit()
-        files = plan_store.compare_plan(conn, "p").files
-        later = plan_store.compare_plan(conn, "later").files
+        files = compare_plan(conn, "p").files
+        later = compare_plan(conn, "later").files
         conn.execute(sql.SQL("create schema {}").format(sql.Identifier(VIEWS_SCHEMA)))
         for path in view_files():
             conn.execute(path.read_text().encode())

@@ -12,8 +12,14 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.recall import store as plan_store
 from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.store.catalog import load_catalog, plan_from_database
+from tapelens.analysis.recall.store.saved_plans import (
+    PLAN_FILES_SCHEMA,
+    compare_frames,
+    compare_plan,
+    save_plan,
+)
 from tapelens.cli import cli
 from tapelens.errors import InputError, TapelensError
 from tests.fixtures.tape_rest_server import TapeRestServer
@@ -162,12 +168,12 @@ def test_saving_twice_replaces_and_unknown_plans_are_named(site: str) -> None:
     asked = parse_requests(["dataset", "X"])
     options = PlanOptions(drives=(("LTO-8", 1),))
     with psycopg.connect(site) as conn:
-        plan, params = plan_store.plan_from_database(conn, asked, options)
+        plan, params = plan_from_database(conn, asked, options)
         assert plan.files["volume"].to_list() == ["S1"]
-        assert plan_store.save_plan(conn, "p", plan, params) is False
-        assert plan_store.save_plan(conn, "p", plan, params) is True
+        assert save_plan(conn, "p", plan, params) is False
+        assert save_plan(conn, "p", plan, params) is True
         with pytest.raises(InputError, match="no saved recall plan named 'q' \\(saved plans: p\\)"):
-            plan_store.compare_plan(conn, "q")
+            compare_plan(conn, "q")
 
 
 def test_missing_request_file_is_an_expected_failure(tmp_path: Path) -> None:
@@ -197,9 +203,9 @@ def test_compare_frames_in_figures() -> None:
             "actual_started_at": [1000.0, 1008.0, 1030.0, None],
             "actual_duration_s": [8.0, 20.0, 10.0, None],
         },
-        schema_overrides=plan_store.PLAN_FILES_SCHEMA,
+        schema_overrides=PLAN_FILES_SCHEMA,
     )
-    summary, per_file = plan_store.compare_frames(files, {"makespan_s": 40.0})
+    summary, per_file = compare_frames(files, {"makespan_s": 40.0})
     assert summary["files_read"] == 3 and summary["files_not_read"] == 1
     assert summary["read_from_planned_volume"] == 2  # the null volume counts, B9 does not
     assert summary["actual_makespan_s"] == 40.0
@@ -221,16 +227,14 @@ def test_copies_are_found_whether_their_file_id_is_their_path_or_not(site: str) 
         )
         for kind, key in (("path", "/hpss/D/h1"), ("file_id", "/hpss/D/h1"), ("file_id", "a1")):
             requests = pl.DataFrame({"kind": [kind], "key": [key]})
-            found = plan_store.load_catalog(conn, requests)
+            found = load_catalog(conn, requests)
             assert found.height == 1, (kind, key)
             assert found["file_id"].to_list() == [key], (kind, key)
         # Named both by path and by dataset, a copy comes back once.
         both = pl.DataFrame({"kind": ["path", "dataset"], "key": ["/hpss/D/h1", "H"]})
-        assert plan_store.load_catalog(conn, both)["file_id"].to_list() == ["/hpss/D/h1"]
+        assert load_catalog(conn, both)["file_id"].to_list() == ["/hpss/D/h1"]
         # By path, a file whose id is not its path is found with its own id.
-        found = plan_store.load_catalog(
-            conn, pl.DataFrame({"kind": ["path"], "key": ["/store/D/a2"]})
-        )
+        found = load_catalog(conn, pl.DataFrame({"kind": ["path"], "key": ["/store/D/a2"]}))
         assert sorted(found["volume"].to_list()) == ["A1", "S1"]
         assert set(found["file_id"]) == {"a2"}
 

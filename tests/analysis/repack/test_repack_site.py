@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from tapelens import models
 from tapelens.analysis.recall.planner import PlanOptions, RecallPlan
 from tapelens.analysis.recall.requests import requests_frame
-from tapelens.analysis.recall.store import plan_from_database
+from tapelens.analysis.recall.store.catalog import plan_from_database
 from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
 from tapelens.catalog import file_identity

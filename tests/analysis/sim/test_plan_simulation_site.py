@@ -16,7 +16,7 @@ import pytest
 
 from tapelens.analysis.recall.planner import PlanOptions, RecallPlan
 from tapelens.analysis.recall.requests import requests_frame
-from tapelens.analysis.recall.store import plan_from_database
+from tapelens.analysis.recall.store.catalog import plan_from_database
 from tapelens.analysis.sim.io import load_plan
 from tapelens.analysis.sim.simulator import DEFAULT_ROBOTS, Library, SimConfig, SimResult, simulate
 from tapelens.analysis.throughput.model import ModelParams
