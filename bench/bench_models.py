@@ -120,8 +120,8 @@ BUILT_TABLES = (
     ("tapelens_marts", "dim_datasets"),
     ("tapelens_marts", "fct_duplicate_copies"),
     ("tapelens_marts", "fct_tape_occupancy"),
-    ("tapelens_marts", "fct_tape_objects"),
-    ("tapelens_marts", "fct_tape_layouts"),
+    ("tapelens_marts", "plan_tape_objects"),
+    ("tapelens_marts", "plan_tape_layouts"),
     ("tapelens_marts", "fct_mounts_daily"),
     ("tapelens_marts", "fct_transfer_rates"),
     ("tapelens_marts", "fct_drive_usage"),
@@ -196,7 +196,7 @@ def add_catalog(dsn: str, first: int, n: int, per_volume: int) -> None:
 def hand_statements(home: Path) -> list[str]:
     """The statements of the hand-written script, then the transfer and mount marts."""
     statements = [part.strip() for part in HAND_SCRIPT.read_text().split("\n;;\n")]
-    compiled = home / "dbt" / "target" / "compiled" / "tapelens" / "marts"
+    compiled = home / "dbt" / "target" / "compiled" / "tapelens" / "models" / "marts"
     for name in FROM_COMPILED:
         body = (compiled / f"{name}.sql").read_text()
         statements.append(f"create unlogged table {HAND_SCHEMA}.{name} as {body}")

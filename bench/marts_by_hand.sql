@@ -466,7 +466,7 @@ left join per_volume_copies as c on c.volume = vs.volume
 left join removed as r on r.volume = vs.volume
 ;;
 -- byte addresses of every tape object, removed copies included: one aggregate, one window
-create unlogged table bench_hand.fct_tape_objects as
+create unlogged table bench_hand.plan_tape_objects as
 select
     volume,
     position,
@@ -481,18 +481,18 @@ from (
     group by volume, position
 ) as objects
 ;;
-create unique index on bench_hand.fct_tape_objects (volume, position)
+create unique index on bench_hand.plan_tape_objects (volume, position)
 ;;
-analyze bench_hand.fct_tape_objects
+analyze bench_hand.plan_tape_objects
 ;;
-create unlogged table bench_hand.fct_tape_layouts as
+create unlogged table bench_hand.plan_tape_layouts as
 select
     volume,
     count(*) as objects,
     sum(object_bytes)::bigint as object_bytes,
     avg(object_bytes)::double precision as avg_object_bytes,
     max(watermark_run_id) as watermark_run_id
-from bench_hand.fct_tape_objects
+from bench_hand.plan_tape_objects
 group by volume
 ;;
-create unique index on bench_hand.fct_tape_layouts (volume)
+create unique index on bench_hand.plan_tape_layouts (volume)

@@ -1,6 +1,6 @@
-"""Build the dbt models (models/) in-process against a tapelens database.
+"""Build the dbt project (dbt_project.yml, models/) in-process against a tapelens database.
 
-dbt reads its connection from models/profiles.yml, which takes every value from environment
+dbt reads its connection from profiles.yml, which takes every value from environment
 variables: `build` resolves the DSN (defaults, ~/.pgpass) with a real connection, sets those
 variables for the duration of the run only, and gives the password to dbt through a
 DBT_ENV_SECRET_ variable, which dbt scrubs from its logs. dbt's own output goes to a log file;
@@ -26,7 +26,9 @@ from psycopg import sql
 from tapelens.db import connection, redact
 from tapelens.errors import ConfigError, DatabaseError, TapelensError
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent / "models"
+# The dbt project: dbt_project.yml and profiles.yml at the repository's root, models in models/
+# (staging, intermediate, marts), macros in macros/, data tests in data-tests/.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
 MARTS_SCHEMA = "tapelens_marts"
 # dbt runs this many models at once; the database does the work, two suit a small server.
 DBT_THREADS = 2
@@ -84,7 +86,7 @@ def default_log_dir() -> Path:
 
 
 def profile_env(dsn: str) -> dict[str, str]:
-    """The variables models/profiles.yml reads, from a DSN resolved by a real connection
+    """The variables profiles.yml reads, from a DSN resolved by a real connection
     (so libpq defaults, PG* variables and ~/.pgpass apply as they do for every other command)."""
     with connection(dsn) as conn:
         info = conn.info
@@ -189,7 +191,7 @@ def dbt_args(
     vars: Mapping[str, Any] | None = None,
     exclude: Sequence[str] | None = None,
 ) -> list[str]:
-    """The dbt command line: project and profile from models/, output under log_dir, nothing
+    """The dbt command line: project and profile from PROJECT_DIR, output under log_dir, nothing
     on the console, no usage statistics sent."""
     args = [
         command,

@@ -4,7 +4,7 @@ Inventories say a cartridge's state in their own words; the loader maps those on
 vocabulary (ingest/formats/tape_states.py keeps each system's words), the marts, the planner
 and the synthetic site read it. One list, so that what the loader stores, what the marts call
 readable and what the planner refuses to recall from cannot drift apart: the dbt macro
-models/macros/tape_states.sql is generated from this module (`python -m tapelens.tape_states`)
+macros/tape_states.sql is generated from this module (`python -m tapelens.tape_states`)
 and a test keeps the two equal.
 """
 
@@ -60,7 +60,7 @@ def dbt_macro() -> str:
     )
     return (
         "{#- Generated from tapelens/tape_states.py (python -m tapelens.tape_states > "
-        "models/macros/tape_states.sql);\n"
+        "macros/tape_states.sql);\n"
         "    a test keeps them equal. The states of a group, as an SQL list for `in (...)`. -#}\n"
         "{% macro tape_states(group) -%}\n"
         f"{branches}\n"

@@ -85,7 +85,7 @@ def start_bytes_from_sizes(position: Array, size_bytes: Array) -> Array:
     """Bytes before each object on its tape when every object of the tape is known: the
     cumulative sizes in position order, the copies at one position being one object whose bytes
     are their sum (the members of a small-file aggregate). The same address as the mart's
-    (models/macros/tape_objects.sql); returned in the input's order."""
+    (macros/tape_objects.sql); returned in the input's order."""
     pos = np.asarray(position, dtype=np.int64)
     size = np.asarray(size_bytes, dtype=np.float64)
     if len(pos) == 0:
@@ -108,7 +108,7 @@ def start_bytes_from_positions(
 
 def start_address(columns: Collection[str], avg_object_bytes: pl.Expr | float) -> pl.Expr:
     """The same estimate as a Polars expression over a frame with these `columns`: a read's
-    start_bytes where known (the address models/macros/tape_objects.sql defines, as the planner
+    start_bytes where known (the address macros/tape_objects.sql defines, as the planner
     reads it from the marts or the catalog), else (position - 1) objects of the average size;
     null when the frame has neither."""
     address = pl.lit(None, pl.Float64)

@@ -2,7 +2,7 @@
 -- the archive id): the copy gives volume, position, offset and dataset. Candidate copies match
 -- by path, else by file_id; among them the copy on the logged volume and position wins, then a
 -- copy that was in the catalog when the read started, then the newest (tape clients recall the
--- newest copy; ties as analysis/recall/baselines.py breaks them). A volume or position the log
+-- newest copy; ties as analysis/recall/baselines/newest.py breaks them). A volume or position the log
 -- gives is kept as logged.
 with reads as (
     select * from {{ ref('stg_transfers') }}
@@ -76,7 +76,7 @@ chosen as (
             and (candidates.removed_at is null or candidates.removed_at > reads.started_at)
         ) desc,
         candidates.match_rank,
-        -- the newest as the product orders a file's copies (analysis/recall/baselines.py
+        -- the newest as the product orders a file's copies (analysis/recall/baselines/newest.py
         -- newest_first): the latest write, the highest copy number, then volume and position
         candidates.written_at desc,
         candidates.copy_no desc,

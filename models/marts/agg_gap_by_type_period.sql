@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- Gap statistics per dataset type and write period, the shape of the published table: by
 -- month of writing (period_kind 'month', period '2021-03', UTC) and before/after the cutover
 -- date var('cutover_date') (period_kind 'cutover', period 'before' | 'after'). mu, n and sigma

@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(post_hook='analyze {{ this }}') }}
 
 -- One row per dataset with a live copy: size, placement and duplicates. files and size_bytes
 -- count each file once (its first copy); copies and copy_bytes count every live copy.

@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(post_hook='analyze {{ this }}') }}
 
 -- Per dataset: what reading all of it costs beyond streaming its own bytes, in drive time:
 -- fct_dataset_tape_waste summed over the dataset's volumes (read-through bytes at the media

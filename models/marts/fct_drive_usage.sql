@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- Drive use per UTC day (time_bucket), drive and media type: time mounted (from mounts) and
 -- data moved (from transfers, whose volume is filled from the catalog when the log has none).
 -- busy_share = mounted_s / 86400. Missing drives group as 'unknown'.

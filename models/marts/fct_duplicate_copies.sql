@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- One row per file (source, file_id) with more than one live copy: the duplicates left by
 -- lost-acknowledgement retries. The newest copy is the one tape clients recall; it sits off
 -- the main tapes when its volume is not one of the dataset's main tapes (see

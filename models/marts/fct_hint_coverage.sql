@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(post_hook='analyze {{ this }}') }}
 
 -- How many written files came with collocation hints, per experiment, activity and month of
 -- writing (UTC): files and bytes with hints (status ok), and apart from them those whose

@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(post_hook='analyze {{ this }}') }}
 
 -- One row per collocation group at each hint level: the files whose hints agree on levels 0
 -- to `level` (a group at level 2 is one run of one data type of one kind of data), as a tape

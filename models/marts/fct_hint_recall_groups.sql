@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(post_hook='analyze {{ this }}') }}
 
 {#- Reads of one requester belong to one recall campaign while each starts within this many
     seconds of the previous one (6 hours unless --var recall_campaign_gap_s=... says). -#}

@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- Mounts per UTC day (time_bucket on mounted_at), drive and media type of the mounted volume.
 -- A mount that spans midnight counts on the day it was mounted. Missing drives and volumes
 -- missing from the inventory group as 'unknown'. mounted_s sums mounts with a dismount record;

@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- One row per volume of the inventory or holding a live copy: how full it is with live data,
 -- how much of that is duplicate copies (copies after a file's first), its small-file share, and
 -- the gaps of the datasets on it. occupancy = live_bytes / capacity_bytes, the capacity from

@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 -- Each successful read with its gap at read time and its rate. Reads are grouped by the mount
 -- they happened in: the latest mount of the volume that started at or before the read and had
 -- not been dismounted before it (a mount with no dismount record stays open until the next

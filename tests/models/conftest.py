@@ -15,8 +15,6 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import conninfo, sql
-from psycopg.rows import dict_row
-from tests.fixtures.marts import MART_SCHEMAS, SOURCE_TABLES, reset, rows
 
 TEMPLATE_ATTEMPTS = 20
 

@@ -10,7 +10,7 @@ import psycopg
 from tapelens.dbt_runs import NodeDone, build
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 
-ADDRESS_MARTS = ["+fct_tape_layouts"]
+ADDRESS_MARTS = ["+plan_tape_layouts"]
 
 
 def test_each_finished_model_is_reported_with_its_rows(
@@ -34,10 +34,10 @@ def test_each_finished_model_is_reported_with_its_rows(
         progress=heard.append,
     )
     by_name = {node.name: node for node in heard}
-    objects = rows(models_dsn, "select count(*) as n from tapelens_marts.fct_tape_objects")[0]["n"]
+    objects = rows(models_dsn, "select count(*) as n from tapelens_marts.plan_tape_objects")[0]["n"]
     assert objects == 300
-    assert by_name["fct_tape_objects"].rows == objects
-    assert by_name["fct_tape_layouts"].rows == 7
+    assert by_name["plan_tape_objects"].rows == objects
+    assert by_name["plan_tape_layouts"].rows == 7
     assert by_name["stg_tape_files"].rows is None  # a view writes no rows
     assert [node.done for node in heard] == list(range(1, len(heard) + 1))
     assert {node.total for node in heard} == {len(heard)}

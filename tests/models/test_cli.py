@@ -13,8 +13,8 @@ from psycopg import conninfo
 
 from tapelens.cli import cli, main
 from tapelens.cli.marts import _parse_vars
-from tapelens.errors import DatabaseError
 from tapelens.dbt_runs import build, dbt_args
+from tapelens.errors import DatabaseError
 from tests.fixtures.marts import reset
 
 

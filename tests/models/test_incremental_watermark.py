@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tapelens.dbt_runs import build
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
-from tapelens.dbt_runs import build
 from tests.fixtures.fake_formats import FAKE_CATALOG
 from tests.fixtures.marts import GAP_MARTS, MODELS_ONLY, reset, rows, snapshot
 

@@ -20,8 +20,8 @@ MARTS = {
     "dim_datasets",
     "fct_duplicate_copies",
     "fct_tape_occupancy",
-    "fct_tape_objects",
-    "fct_tape_layouts",
+    "plan_tape_objects",
+    "plan_tape_layouts",
     "fct_transfer_rates",
     "fct_mounts_daily",
     "fct_drive_usage",
@@ -240,3 +240,4 @@ def test_mounts_and_drive_usage(built: BuildSummary, models_dsn: str) -> None:
     assert (usage["D1"]["files_read"], usage["D1"]["read_bytes"]) == (5, 1600)
     assert usage["D1"]["busy_share"] == pytest.approx(5400 / 86400)
     assert (usage["unknown"]["files_read"], usage["unknown"]["mounts"]) == (1, 0)
+

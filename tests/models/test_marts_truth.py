@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tapelens.frames import read_frame
 from tapelens.dbt_runs import build
+from tapelens.frames import read_frame
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 from tests.fixtures.marts import reset

@@ -11,14 +11,14 @@ import psycopg
 import pytest
 
 from tapelens.analysis.recall.store.catalog import load_catalog
+from tapelens.dbt_runs import build
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ingest_file
-from tapelens.dbt_runs import build
 from tests.fixtures.fake_formats import FAKE_CATALOG
 from tests.fixtures.marts import MODELS_ONLY, reset
 
 OPTS = ParseOptions(source="addr")
-ADDRESS_MARTS = ["+fct_tape_layouts"]
+ADDRESS_MARTS = ["+plan_tape_layouts"]
 
 
 def catalog(path: Path, lines: list[str]) -> Path:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from tapelens.analysis.reports.queries import COUNT_COLUMN, GAP_BINS, GROUPINGS
 from tapelens.cli import cli
-from tapelens.errors import DatabaseError, InputError
 from tapelens.dbt_runs import build
+from tapelens.errors import DatabaseError, InputError
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import MODELS_ONLY, reset
 

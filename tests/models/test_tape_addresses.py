@@ -1,5 +1,5 @@
 """A tape object's byte address has one definition (models/macros/tape_objects.sql): the mart
-fct_tape_objects builds it, the planner's catalog read renders the same macro for volumes the
+plan_tape_objects builds it, the planner's catalog read renders the same macro for volumes the
 marts do not cover, and the geometry's start_bytes_from_sizes is held equal to it here on the
 real database."""
 
@@ -99,10 +99,10 @@ def test_the_mart_and_the_planners_catalog_read_give_the_same_addresses(
     requests = pl.DataFrame({"kind": ["path"] * len(wanted), "key": wanted})
     with psycopg.connect(models_dsn) as conn:
         before_marts = load_catalog(conn, requests)
-    build(models_dsn, select=["+fct_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
+    build(models_dsn, select=["+plan_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
     mart = {
         (r["volume"], r["position"]): r["start_bytes"]
-        for r in rows(models_dsn, "select * from tapelens_marts.fct_tape_objects")
+        for r in rows(models_dsn, "select * from tapelens_marts.plan_tape_objects")
     }
     assert mart == expected
     with psycopg.connect(models_dsn) as conn:

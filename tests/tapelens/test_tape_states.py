@@ -18,7 +18,7 @@ from tapelens.tape_states import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-MACRO = ROOT / "models" / "macros" / "tape_states.sql"
+MACRO = ROOT / "macros" / "tape_states.sql"
 UNIT_TESTS = ROOT / "models" / "intermediate" / "_tape_states_unit_tests.yml"
 # A quoted canonical state inside an `in (...)` list of SQL.
 _STATE_LIST = re.compile(r"\bin\s*\(\s*'(?:" + "|".join(STATES) + r")'", re.IGNORECASE)
@@ -26,8 +26,7 @@ _STATE_LIST = re.compile(r"\bin\s*\(\s*'(?:" + "|".join(STATES) + r")'", re.IGNO
 
 def test_the_dbt_macro_is_generated_from_the_python_lists() -> None:
     assert MACRO.read_text() == dbt_macro(), (
-        "regenerate models/macros/tape_states.sql: "
-        "python -m tapelens.tape_states > models/macros/tape_states.sql"
+        "regenerate macros/tape_states.sql: python -m tapelens.tape_states > macros/tape_states.sql"
     )
     for name, states in GROUPS.items():
         assert set(states) <= set(STATES), name
@@ -47,7 +46,7 @@ def test_no_model_keeps_its_own_list_of_states() -> None:
         if path != MACRO
         for match in _STATE_LIST.finditer(path.read_text())
     ]
-    assert own == [], "use {{ tape_states('group') }} (models/macros/tape_states.sql)"
+    assert own == [], "use {{ tape_states('group') }} (macros/tape_states.sql)"
 
 
 def test_the_models_unit_test_pins_every_state_as_the_planner_reads_it() -> None:

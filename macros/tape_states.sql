@@ -1,4 +1,4 @@
-{#- Generated from tapelens/tape_states.py (python -m tapelens.tape_states > models/macros/tape_states.sql);
+{#- Generated from tapelens/tape_states.py (python -m tapelens.tape_states > macros/tape_states.sql);
     a test keeps them equal. The states of a group, as an SQL list for `in (...)`. -#}
 {% macro tape_states(group) -%}
     {%- if group == 'not_recallable' -%}

@@ -1,4 +1,4 @@
-{#- A tape object's byte address: the one definition, for the mart fct_tape_objects and for the
+{#- A tape object's byte address: the one definition, for the mart plan_tape_objects and for the
     planner's catalog read of volumes the marts do not cover yet (analysis/recall/store.py
     renders this file itself, so the macro may use nothing of dbt's).
 
