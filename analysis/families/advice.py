@@ -25,7 +25,12 @@ from tapelens.analysis.whatif.families import (
     LEVELS,
     FamilyPolicy,
 )
-from tapelens.analysis.whatif.replay import WhatIfParams, drives_per_pool, replay_families
+from tapelens.analysis.whatif.replay import (
+    WhatIfParams,
+    drives_per_pool,
+    prepare_hints,
+    replay_families,
+)
 from tapelens.analysis.whatif.stats import RecallSetup, summarise
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME as MEDIA
@@ -122,10 +127,11 @@ def advise(
     recorded = copies.join(pool_of, on="file_id", how="inner")
     rows += _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
     placed_by_level: dict[int, pl.DataFrame] = {}
+    prepared = prepare_hints(stream)
     for level in options.levels:
         say(f"replaying the writes collocated by hint level {level}")
         policy = FamilyPolicy(level, open_map, options.min_family_bytes)
-        placed, cost = replay_families(stream, params, policy)
+        placed, cost = replay_families(prepared, params, policy)
         placed_by_level[level] = placed
         rows += _figures(
             placed, campaigns, recall, pools, f"level {level}", level, dict(open_map), cost.frame

@@ -54,24 +54,90 @@ class WriteCost:
     frame: pl.DataFrame  # pool, tapes, write_mounts, partly_filled_tapes
 
 
+@dataclass(frozen=True)
+class HintGroups:
+    """Each file's hint group at every level as a code, -1 where it names none: codes are of
+    (pool, group) pairs, so two pools' groups of one name are two groups."""
+
+    codes: tuple[np.ndarray, ...]  # per level: int64 code of each file
+    names: tuple[pl.Series, ...]  # per level: the group of each code
+
+
+def hint_groups(frame: pl.DataFrame, pool: str = "pool") -> HintGroups:
+    """The codes of `frame`'s group_0..group_3 within its `pool` column, numbered in the order
+    of (pool, group) so that a replay does not depend on how the rows are hashed."""
+    codes, names = [], []
+    for k in range(LEVELS):
+        name = f"group_{k}"
+        # Hash the (pool, group) pairs: sorting 64-bit numbers is much faster than sorting
+        # strings; only the distinct groups are sorted by name.
+        key = pl.concat_str([pl.col(pool).cast(pl.String), pl.col(name)], separator="\x1f")
+        hashed = frame.select(key.hash().alias("h"), pl.col(pool).cast(pl.String), pl.col(name))
+        distinct = (
+            hashed.filter(pl.col(name).is_not_null())
+            .unique("h")
+            .sort(pool, name)
+            .with_row_index("code")
+        )
+        by_hash = distinct.sort("h")
+        h_sorted = by_hash["h"].to_numpy()
+        code_sorted = by_hash["code"].to_numpy().astype(np.int64)
+        h = hashed["h"].to_numpy()
+        at = np.minimum(np.searchsorted(h_sorted, h), max(h_sorted.shape[0] - 1, 0))
+        named = hashed[name].is_not_null().to_numpy()
+        code = np.full(h.shape[0], -1, dtype=np.int64)
+        if h_sorted.shape[0]:
+            code[named] = code_sorted[at[named]]
+        codes.append(code)
+        names.append(distinct[name])
+    return HintGroups(tuple(codes), tuple(names))
+
+
+def family_codes(
+    groups: HintGroups, pool: np.ndarray, size: np.ndarray, level: int, min_family_bytes: int
+) -> np.ndarray:
+    """The family of each file as a code: its group at `level`, or at the nearest level above
+    whose group holds min_family_bytes; -1 - pool (the pool's REST) when none does. A group of
+    level k has code offset_k + its code, offset_k the groups of the levels before."""
+    if not 0 <= level < LEVELS:
+        raise ValueError(f"hint level {level}: expected 0 to {LEVELS - 1}")
+    family = -1 - pool.astype(np.int64)
+    offset = 0
+    for k in range(level + 1):
+        code = groups.codes[k]
+        named = code >= 0
+        held = np.bincount(code[named], weights=size[named], minlength=len(groups.names[k]))
+        big = named & (held[np.maximum(code, 0)] >= min_family_bytes)
+        family = np.where(big, offset + code, family)
+        offset += len(groups.names[k])
+    return family
+
+
+def family_names(groups: HintGroups, codes: np.ndarray) -> pl.Series:
+    """The name of each family code: "k: group" for a group of level k, REST for a pool's
+    rest."""
+    unique = np.unique(codes)
+    offsets = np.cumsum([0] + [len(n) for n in groups.names])
+    labels = []
+    for code in unique.tolist():
+        if code < 0:
+            labels.append(REST)
+            continue
+        k = int(np.searchsorted(offsets, code, side="right")) - 1
+        labels.append(f"{k}: {groups.names[k][code - int(offsets[k])]}")
+    return pl.Series("family", codes).replace_strict(
+        unique.tolist(), labels, return_dtype=pl.String
+    )
+
+
 def families(stream: pl.DataFrame, level: int, min_family_bytes: int) -> pl.Series:
     """The family of each file of `stream` (columns pool, size_bytes, group_0..group_3): its
     group at `level`, or at the nearest level above whose group holds min_family_bytes of the
     pool; REST when none does. Names are prefixed with the level they come from ("2: ...")."""
-    if not 0 <= level < LEVELS:
-        raise ValueError(f"hint level {level}: expected 0 to {LEVELS - 1}")
-    frame = stream.select("pool", "size_bytes", *[f"group_{k}" for k in range(LEVELS)])
-    choice: pl.Expr = pl.lit(REST)
-    # From the broadest level to the asked one, each large enough group overrides.
-    for k in range(level + 1):
-        name = f"group_{k}"
-        big = pl.col("size_bytes").sum().over("pool", name) >= min_family_bytes
-        choice = (
-            pl.when(pl.col(name).is_not_null() & big)
-            .then(pl.format(f"{k}: {{}}", pl.col(name)))
-            .otherwise(choice)
-        )
-    return frame.select(choice.alias("family")).to_series()
+    groups = hint_groups(stream)
+    pools = stream["pool"].cast(pl.String).rank("dense").to_numpy().astype(np.int64) - 1
+    size = stream["size_bytes"].to_numpy().astype(np.float64)
+    return family_names(groups, family_codes(groups, pools, size, level, min_family_bytes))
 
 
 def place_families(
@@ -91,19 +157,21 @@ def place_families(
     new[1:] = (key_p[1:] != key_p[:-1]) | (key_b[1:] != key_b[:-1]) | (key_f[1:] != key_f[:-1])
     heads = np.flatnonzero(new)
     chunk_slot: np.ndarray = np.empty(heads.size, dtype=np.int64)
-    # Per pool: which family holds each slot, and when the slot last wrote.
-    holder: dict[int, list[int]] = {}
+    # Per pool: which family holds each slot (None: free; a family code may be negative), and
+    # the chunk that last wrote to it.
+    holder: dict[int, list[int | None]] = {}
     last: dict[int, list[int]] = {}
     slot_of: dict[tuple[int, int], int] = {}
     for c, i in enumerate(heads.tolist()):
         pool, fam = int(key_p[i]), int(key_f[i])
-        slots = holder.setdefault(pool, [-1] * int(open_per_pool[pool]))
+        slots = holder.setdefault(pool, [None] * int(open_per_pool[pool]))
         used = last.setdefault(pool, [-1] * len(slots))
         k = slot_of.get((pool, fam), -1)
         if k < 0 or slots[k] != fam:
-            k = min(range(len(slots)), key=lambda s: (slots[s] >= 0, used[s], s))
-            if slots[k] >= 0:
-                slot_of.pop((pool, slots[k]), None)
+            k = min(range(len(slots)), key=lambda s: (slots[s] is not None, used[s], s))
+            gone = slots[k]
+            if gone is not None:
+                slot_of.pop((pool, gone), None)
             slots[k] = fam
             slot_of[(pool, fam)] = k
         used[k] = c

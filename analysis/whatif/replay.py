@@ -31,8 +31,11 @@ from tapelens.analysis.whatif import write as ww
 from tapelens.analysis.whatif.collocate import Groups, place_groups
 from tapelens.analysis.whatif.families import (
     FamilyPolicy,
+    HintGroups,
     WriteCost,
-    families,
+    family_codes,
+    family_names,
+    hint_groups,
     place_families,
     write_cost,
 )
@@ -361,31 +364,45 @@ def _placed(frame: pl.DataFrame, params: WhatIfParams, obj: ww.Objects) -> pl.Da
     )
 
 
+@dataclass(frozen=True)
+class HintStream:
+    """A write stream prepared once for replays by tape family at several levels."""
+
+    frame: pl.DataFrame
+    arrivals: ww.Arrivals
+    pools: list[str]
+    groups: HintGroups
+
+
+def prepare_hints(stream: pl.DataFrame) -> HintStream:
+    """The stream (as for replay_families) sorted by arrival, with its hint groups coded."""
+    with_pool = (
+        stream if "pool" in stream.columns else stream.with_columns(pool=pl.lit(DEFAULT_POOL))
+    )
+    frame, a, pools = _prepare(with_pool)
+    if frame.height == 0:
+        raise InputError("the write stream holds no files")
+    return HintStream(frame, a, pools, hint_groups(frame, "_pool"))
+
+
 def replay_families(
-    stream: pl.DataFrame, params: WhatIfParams, policy: FamilyPolicy
+    stream: pl.DataFrame | HintStream, params: WhatIfParams, policy: FamilyPolicy
 ) -> tuple[pl.DataFrame, WriteCost]:
     """Where each file of the write stream lands when written by tape family (the policy
     collocate-by-hint): the placed stream as replay() returns it, with its `family`, and the
     write cost per pool. `stream` as for replay(), with pool and group_0..group_3 (null where
-    a file has no hint at that level)."""
-    with_pool = (
-        stream if "pool" in stream.columns else stream.with_columns(pool=pl.lit(DEFAULT_POOL))
+    a file has no hint at that level), or prepared by prepare_hints for several replays."""
+    hs = stream if isinstance(stream, HintStream) else prepare_hints(stream)
+    a, pools = hs.arrivals, hs.pools
+    code = family_codes(
+        hs.groups, a.pool, a.size.astype(np.float64), policy.level, policy.min_family_bytes
     )
-    family = families(
-        with_pool.with_columns(pl.col("pool").cast(pl.String).fill_null(DEFAULT_POOL)),
-        policy.level,
-        policy.min_family_bytes,
-    )
-    frame, a, pools = _prepare(with_pool.with_columns(family))
-    if frame.height == 0:
-        raise InputError("the write stream holds no files")
-    code = frame["family"].rank("dense").to_numpy().astype(np.int64) - 1
     given = dict(policy.open_families)
     open_per_pool = np.array([max(int(given.get(p, 1)), 1) for p in pools], dtype=np.int64)
     order, slot, batch, ran_s = place_families(
         a, code, open_per_pool, params.window_s, params.batch_bytes
     )
-    n = frame.height
+    n = hs.frame.height
     o_pool, o_slot, o_batch, o_fam = a.pool[order], slot[order], batch[order], code[order]
     change = np.ones(n, dtype=bool)
     change[1:] = (
@@ -402,6 +419,7 @@ def replay_families(
     obj_batch[obj.file_obj] = batch
     obj_size = np.bincount(obj.file_obj, weights=a.size, minlength=n_obj).astype(np.int64)
     cost = write_cost(pools, obj, obj_pool, obj_batch, obj_size, _capacities(params))
+    frame = hs.frame.with_columns(family_names(hs.groups, code))
     return _placed(frame, params, obj), cost
 
 

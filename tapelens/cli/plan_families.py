@@ -4,11 +4,13 @@ define within the tapes the site can keep open, and what they save."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import click
 import polars as pl
 
 from tapelens.analysis.families.advice import RECORDED, AdviceOptions, levels_of
+from tapelens.analysis.families.export import SYSTEMS, write_exports
 from tapelens.analysis.families.store import SiteAdviceOptions, advise_from_catalog
 from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.families import DEFAULT_MIN_FAMILY_BYTES
@@ -81,6 +83,25 @@ DECIDES = {
     show_default=True,
     help="Print one row per pool and placement, or per advised family.",
 )
+@click.option(
+    "--export",
+    "exports",
+    type=click.Choice(SYSTEMS),
+    multiple=True,
+    help="Write the advised families for a tape system (repeatable): Spectrum Protect"
+    " collocation groups, cta-admin commands, HPSS file families, a dCache HSM mapping.",
+)
+@click.option(
+    "--export-dir",
+    type=click.Path(file_okay=False),
+    help="Where --export writes, as plan recall's --export-dir.",
+)
+@click.option(
+    "--tsm-node",
+    default="DCACHE",
+    show_default=True,
+    help="With --export tsm: the node whose file spaces the collocation groups take in.",
+)
 @limit_options
 @format_option
 @pass_app
@@ -96,6 +117,9 @@ def families(
     until: datetime | None,
     drives_spec: str | None,
     by: str,
+    exports: tuple[str, ...],
+    export_dir: str | None,
+    tsm_node: str,
     sort: str | None,
     desc: bool,
     limit: int | None,
@@ -109,14 +133,18 @@ def families(
     placement, the recorded one too, is priced the same way: tapes per dataset, mean gap, and
     the history's recall campaigns recalled from it by the recall engine (mounts, drive hours
     and elapsed hours). Per pool the advised level is the one with the fewest recall hours;
-    write_mounts and partly_filled_tapes are what it costs. Needs hints (`ingest hints`), the
-    marts and transfers with reads.
+    write_mounts and partly_filled_tapes are what it costs. --export writes the advised
+    families for Spectrum Protect, CTA, HPSS or dCache's HSM script. Needs hints (`ingest
+    hints`), the marts and transfers with reads.
 
     \b
     Example:
         tapelens plan families --write-drives 6 --batch-bytes 4TB
         tapelens plan families --by family --level 3 --open-families 12 -o families.csv
+        tapelens plan families --export cta --export tsm --export-dir families/
     """
+    if exports and not export_dir:
+        raise click.UsageError("--export needs --export-dir DIR")
     params = WhatIfParams(
         window_s=parse_duration(sort_window, "--sort-window"),
         batch_bytes=_bytes(batch_bytes, "--batch-bytes"),
@@ -137,6 +165,9 @@ def families(
         result = advise_from_catalog(conn, params, options, say)
     for line in summary(result.table):
         click.echo(line, err=True)
+    if exports and export_dir:
+        for path in write_exports(result.families, exports, Path(export_dir), tsm_node):
+            click.echo(f"wrote {path}", err=True)
     frame = result.table if by == "placement" else result.families
     frame = sort_and_limit(frame, sort, desc, limit)
     keep = [c for c in (*DECIDES[by], sort) if c and c in frame.columns]

@@ -20,10 +20,12 @@ import psycopg
 import pytest
 
 from tapelens.analysis.families.advice import RECORDED, Advice, AdviceOptions
+from tapelens.analysis.families.export import FILES as EXPORT_FILES
+from tapelens.analysis.families.export import family_of, named
 from tapelens.analysis.families.store import SiteAdviceOptions, advise_from_catalog, read_campaigns
 from tapelens.analysis.throughput import store as throughput_store
 from tapelens.analysis.whatif.replay import WhatIfParams
-from tapelens.models import build
+from tapelens.dbt_runs import build
 from tapelens.world import generate, site_params
 from tapelens.world.placement_replay import replay_campaigns
 from tests.fixtures.cli import run
@@ -127,6 +129,20 @@ def test_plan_families_prints_the_advice(advised: Advised) -> None:
     by_family = run(*common, "--by", "family", "--level", "3", "--format", "csv")
     assert by_family.returncode == 0, by_family.stderr
     assert by_family.stdout.splitlines()[0] == "pool,level,family,files,bytes,tapes"
+    exported = run(*common, "--export", "dcache", "--export-dir", str(advised.site / "families"))
+    assert exported.returncode == 0, exported.stderr
+    mapping = json.loads((advised.site / "families" / EXPORT_FILES["dcache"]).read_text())
+    # The HSM script's lookup puts each hinted file where the advised placement put it.
+    names = dict(named(advised.advice.families).select("family", "name").iter_rows())
+    truth = pl.read_parquet(advised.site / "truth" / "hints.parquet").filter(
+        pl.col("status") == "ok"
+    )
+    placed = advised.advice.placement.select("file_id", "pool", "family")
+    checked = truth.join(placed, on="file_id")
+    assert checked.height > 0.8 * FILES
+    for row in checked.iter_rows(named=True):
+        hints = {str(k): row[f"level_{k}"] for k in range(4) if row[f"level_{k}"]}
+        assert family_of(mapping, row["pool"], hints) == names[row["family"]], row
     bad = run(*common, "--sort", "nonesuch")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "--sort nonesuch: no such column" in bad.stderr

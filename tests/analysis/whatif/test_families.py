@@ -81,3 +81,18 @@ def test_small_groups_are_merged_upward() -> None:
     assert fam[:3] == ["3: A"] * 3
     assert fam[3] == "2: AOD | p | v"  # B holds 1 GB: written with its parent
     assert fam[4] == REST  # no hints at all
+
+
+def test_the_rest_family_holds_its_open_tape_as_any_other() -> None:
+    # Day 0: the rest (files without hints) and A; day 1: the rest again; day 2: B, which takes
+    # the tape of A, the family that wrote least recently, not the rest's.
+    rows = [("N", None, 0.0), ("A", "A", 0.1), ("N", None, 1.0), ("B", "B", 2.0)]
+    unhinted = pl.col("dataset") == "/exp/N"
+    frame = stream(rows).with_columns(
+        pl.when(unhinted).then(None).otherwise(pl.col(f"group_{k}")).alias(f"group_{k}")
+        for k in range(4)
+    )
+    placed, _ = replay_families(frame, PARAMS, policy(3, 2))
+    volume = dict(zip(placed["file_id"], placed["volume"], strict=True))
+    assert volume["f0"] == volume["f2"] != volume["f1"]
+    assert volume["f3"] == volume["f1"]
