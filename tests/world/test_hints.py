@@ -35,7 +35,7 @@ def stored_hints(dsn: str) -> pl.DataFrame:
         ).fetchall()
     names = ["file_key", "status", "level_0", "level_1", "level_2", "level_3"]
     names += ["length_3", "size_3", "experiment"]
-    return pl.DataFrame(rows, schema=names, orient="row")
+    return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +119,17 @@ def test_cms_pool_sends_the_cms_shape(tmp_path: Path) -> None:
     lines = (out / "hints" / "t_file.tsv").read_text().splitlines()
     assert lines[0].split("\t")[-1] == "archive_metadata"
     assert any('"collocation_hints": {}' in line for line in lines[1:])
+
+
+def test_cta_site_keys_its_records_by_archive_id(dsn: str, tmp_path: Path) -> None:
+    """CTA's front end receives the metadata with each archive request: the cern profile
+    writes it keyed by the archive id its catalog names files by (`--format csv`)."""
+    out = tmp_path / "cern"
+    generate(out, site_params("cern", files=2_000, seed=4, hints=True, history=False))
+    load_site(dsn, out, {"hints"})
+    truth = pl.read_parquet(out / "truth" / "hints.parquet")
+    stored = stored_hints(dsn)
+    assert stored["file_key"].str.contains(r"^\d+$").all()
+    joined = truth.join(stored, left_on="file_id", right_on="file_key")
+    assert joined.height == truth.height == stored.height
+    assert (joined["status"] == joined["status_right"]).all()
