@@ -3,6 +3,7 @@ marts checked against figures worked out by hand."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -241,3 +242,32 @@ def test_mounts_and_drive_usage(built: BuildSummary, models_dsn: str) -> None:
     assert usage["D1"]["busy_share"] == pytest.approx(5400 / 86400)
     assert (usage["unknown"]["files_read"], usage["unknown"]["mounts"]) == (1, 0)
 
+
+def test_every_column_of_every_model_is_described(
+    built: BuildSummary, models_dsn: str, dbt_home: Path
+) -> None:
+    """Every column a model builds (read from the database after the build) has a description
+    in the yml beside the model, and every column the yml describes exists."""
+    manifest = json.loads((dbt_home / "dbt" / "target" / "manifest.json").read_text())
+    models = [n for n in manifest["nodes"].values() if n["resource_type"] == "model"]
+    assert len(models) == built.models_built
+    built_columns = {
+        (r["table_schema"], r["table_name"], r["column_name"])
+        for r in rows(
+            models_dsn,
+            "select table_schema, table_name, column_name from information_schema.columns "
+            "where table_schema like 'tapelens\\_%' and table_schema <> 'tapelens'",
+        )
+    }
+    undescribed, unknown = [], []
+    for node in models:
+        relation = (node["schema"], node["alias"])
+        columns = {c for s, t, c in built_columns if (s, t) == relation}
+        assert columns, f"{node['name']} was not built"
+        described = {
+            name for name, c in node["columns"].items() if c.get("description", "").strip()
+        }
+        undescribed += [f"{node['name']}.{c}" for c in sorted(columns - described)]
+        unknown += [f"{node['name']}.{c}" for c in sorted(set(node["columns"]) - columns)]
+    assert undescribed == [], f"{len(undescribed)} columns without a description: {undescribed}"
+    assert unknown == [], "described in the yml but not built"
