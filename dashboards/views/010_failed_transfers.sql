@@ -4,6 +4,10 @@
 -- the drive (staging exports, billing) get the drive of the mount of that volume covering the
 -- transfer's start (a mount without a dismount record covers a day at most). drive_from says
 -- where the drive came from: log, mount or unknown.
+-- It reads the canonical tables (tapelens.transfers, tape_files, mounts, tapes), not the marts:
+-- the marts hold successful reads only (fct_transfer_rates), and a failure should show on the
+-- dashboard as soon as its log is loaded, not after the next `marts build` (which replaces the
+-- mart tables, and would drop a view over them).
 create view tapelens_dashboards.failed_transfers as
 select
     transfers.started_at,

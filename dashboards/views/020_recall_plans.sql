@@ -4,6 +4,10 @@
 -- times are seconds from the start of the recall; they are placed on the clock so that the first
 -- predicted read starts with the first actual one (or at the time the plan was saved while
 -- nothing has been read).
+-- It reads the canonical tables, not the marts: saved plans (tapelens.recall_plans,
+-- recall_plan_files) are written by `plan recall --save`, not built by dbt, and plan against
+-- actual has one definition, the view tapelens.recall_plan_reads, which `plan compare` reads too;
+-- the media type comes from the live inventory (tapelens.tapes), as in the plan itself.
 create view tapelens_dashboards.recall_plan_files as
 with planned as (
     select

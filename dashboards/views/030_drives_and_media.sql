@@ -1,5 +1,10 @@
--- Mounts, errors and latencies for the Drives and media dashboard. Like every dashboard view
--- they read the canonical tables only.
+-- Mounts, errors and latencies for the Drives and media dashboard. They read the canonical
+-- tables (tapelens.mounts, transfers, tapes, drives), not the marts, on purpose: they show
+-- single events (one mount, one failed read, the reads of the latest week, failed ones
+-- included) where the marts hold successful reads only (fct_transfer_rates) and mounts per day
+-- (fct_mounts_daily), and an operator looking for a worn drive or cartridge needs the events
+-- as soon as their logs are loaded, not after the next `marts build` (which replaces the mart
+-- tables, and would drop a view over them).
 
 -- One row per mount: the drive ('unknown' when the log does not say), the tape's media type,
 -- pool and state, the wait from request to mount and the time mounted (seconds).
