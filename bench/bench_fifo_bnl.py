@@ -46,10 +46,10 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
-from tapelens.analysis.recall.direct import DirectSubmission, serve_direct  # noqa: E402
-from tapelens.analysis.recall.drives import parse_drives, readable_by_catalog  # noqa: E402
-from tapelens.analysis.recall.planner import PlanOptions, plan_recall  # noqa: E402
-from tapelens.analysis.recall.requests import requests_frame  # noqa: E402
+from tapelens.analysis.recall.baselines.direct import DirectSubmission, serve_direct  # noqa: E402
+from tapelens.analysis.recall.plan.planner import PlanOptions, plan_recall  # noqa: E402
+from tapelens.analysis.recall.requests.lists import requests_frame  # noqa: E402
+from tapelens.analysis.recall.schedule.drives import parse_drives, readable_by_catalog  # noqa: E402
 from tapelens.analysis.throughput.model import default_params  # noqa: E402
 from tapelens.media import BY_NAME  # noqa: E402
 

@@ -38,10 +38,10 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import TAPELENS, bench_server, fresh_database, machine, measure  # noqa: E402
 
-from tapelens.analysis.recall.drives import parse_drives  # noqa: E402
-from tapelens.analysis.recall.planner import PlanOptions, plan_recall  # noqa: E402
-from tapelens.analysis.recall.policies import Sharing  # noqa: E402
-from tapelens.analysis.recall.requests import requests_frame  # noqa: E402
+from tapelens.analysis.recall.plan.planner import PlanOptions, plan_recall  # noqa: E402
+from tapelens.analysis.recall.requests.lists import requests_frame  # noqa: E402
+from tapelens.analysis.recall.schedule.drives import parse_drives  # noqa: E402
+from tapelens.analysis.recall.schedule.policies import Sharing  # noqa: E402
 from tapelens.analysis.recall.store.catalog import load_catalog  # noqa: E402
 from tapelens.analysis.throughput.model import default_params  # noqa: E402
 

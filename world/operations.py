@@ -349,7 +349,7 @@ def _newest_copies(wanted: pl.DataFrame, readable: pl.DataFrame, t_s: float) -> 
     """The copy a tape client recalls: the newest readable one written before t_s (on equal
     times, the first in the catalog's order, by volume and position).
 
-    The world keeps this rule apart from the product's (analysis/recall/baselines.py
+    The world keeps this rule apart from the product's (analysis/recall/baselines/newest.py
     newest_copies) on purpose: it is the truth the product is checked against, and
     tests/analysis/recall/test_newest_copy.py holds the two to the same copies on every
     profile's generated site."""

@@ -23,11 +23,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from tapelens.analysis.recall.requests import UNREADABLE_STATES
 from tapelens.errors import InputError
-
-# Tape states a copy cannot be read from: the planner's (requests.UNREADABLE_STATES).
-UNREADABLE_TAPE_STATES = UNREADABLE_STATES
+from tapelens.tape_states import NOT_RECALLABLE
 
 REQUIRED_COLUMNS = (
     "file_id",
@@ -80,7 +77,7 @@ def readable(copies: pl.DataFrame) -> pl.Expr:
     """True unless the copy's tape is in a state nothing reads (unknown state counts readable)."""
     if "tape_state" not in copies.columns:
         return pl.lit(True)
-    return ~pl.col("tape_state").is_in(list(UNREADABLE_TAPE_STATES)).fill_null(False)
+    return ~pl.col("tape_state").is_in(list(NOT_RECALLABLE)).fill_null(False)
 
 
 def classify_copies(copies: pl.DataFrame) -> pl.DataFrame:

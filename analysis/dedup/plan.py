@@ -22,18 +22,16 @@ from tapelens.analysis.dedup.classify import (
     KEEP,
     RETIRE,
     REVIEW,
-    UNREADABLE_TAPE_STATES,
     classify_copies,
     classify_rows,
     file_key,
 )
-from tapelens.analysis.recall.baselines import newest_copies
-from tapelens.analysis.recall.dataset import recall_per_dataset
+from tapelens.analysis.recall.baselines.newest import newest_copies
+from tapelens.analysis.recall.datasets.prediction import recall_per_dataset
 from tapelens.analysis.throughput.model import ModelParams
 
 __all__ = [
     "CLASSIFIED_COLUMNS",
-    "UNREADABLE_TAPE_STATES",
     "DedupPlan",
     "classify_copies",
     "dedup_plan",

@@ -1,2 +1,3 @@
-"""Recall planning: resolving requests, choosing copies, ordering tapes onto drives, baselines,
-exports."""
+"""Recall planning: the engine (engine.py, `recall`) and its parts, a folder each: requests, copy
+choice (copies), the schedule, baselines, the plan, per-dataset predictions (datasets), exports to
+staging systems, and the database side (store)."""

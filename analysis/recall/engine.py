@@ -1,14 +1,14 @@
-"""The recall engine: one place that decides and times a recall.
+"""The recall engine: the one entry point, `recall`, that decides and times a recall.
 
 Given the candidate copies of the requested files, who asked for each file, the drives and a
 policy, the engine
 
 1. chooses one copy per file: the set of copies whose tapes cost least to open and read
-   (copy_choice.py, exact when proven so), or the newest copy as tape clients do;
+   (copies/copy_choice.py, exact when proven so), or the newest copy as tape clients do;
 2. reads each tape in one forward pass in position order (aggregate members by offset, each
    aggregate once) or in recommended access order, every move priced by the one price of a
    move (throughput/moves.py) from where the previous read left the head;
-3. puts the tapes on drives that can read them under the sharing policy (dispatch.py);
+3. puts the tapes on drives that can read them under the sharing policy (schedule/dispatch.py);
 
 and returns the schedule: per file, per mount, and per drive the events mount, position, read,
 rewind and dismount with their predicted times. `plan recall`, `predict datasets` and the
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from tapelens.analysis.recall.baselines import newest_copies
-from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
-from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.read_order import ORDERS, OrderCache
-from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
+from tapelens.analysis.recall.baselines.newest import newest_copies
+from tapelens.analysis.recall.copies.copy_choice import EXACT_LIMIT, CopyChoice, choose_copies
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.policies import Sharing
+from tapelens.analysis.recall.schedule.read_order import ORDERS, OrderCache
+from tapelens.analysis.recall.schedule.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.analysis.throughput.moves import least_first_s
 from tapelens.errors import InputError
@@ -429,7 +429,7 @@ def engine_inputs(
     """Copies as the engine takes them, from a frame of copies that is not a request list: a
     file (fid) per group and file_id (per row when there is no file_id), a tape code (vid) per
     group and volume, and each group as the requester and group of its files, asked for in path
-    order as a dataset request is (requests.py). Without `group`, all is one recall."""
+    order as a dataset request is (requests/resolve.py). Without `group`, all is one recall."""
     if group is None:
         files = files.with_columns(pl.lit("recall").alias("_recall"))
         group = "_recall"

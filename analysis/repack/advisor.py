@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.throughput.model import ModelParams, tape_times
 
 KINDS = ("scattered-dataset", "stray-copies", "low-occupancy", "small-files")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall import baselines
-from tapelens.analysis.recall.dataset import choose_copies, ideal_placement
+from tapelens.analysis.recall.baselines import newest as baselines
+from tapelens.analysis.recall.datasets.prediction import choose_copies, ideal_placement
 from tapelens.analysis.throughput.model import ModelParams
 
 PLACEMENT = [

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.direct import HPSS_DISMOUNT_DELAY_S
+from tapelens.analysis.recall.baselines.direct import HPSS_DISMOUNT_DELAY_S
 from tapelens.errors import InputError
 from tapelens.media import normalise_drive_type
 
@@ -115,9 +115,9 @@ class SimConfig:
     # Relative spread of read times (normal, mean 1); 0 keeps the model's times exactly.
     jitter: float = 0.0
     # fifo: how long a drive keeps a tape no request waits for before it rewinds and unloads it
-    # (HPSS's deferred dismount by default; analysis/recall/direct.py gives the sources). The
-    # sorted and planned schedulers keep an idle tape until its drive is needed: they choose
-    # the next tape themselves.
+    # (HPSS's deferred dismount by default; analysis/recall/baselines/direct.py gives the
+    # sources). The sorted and planned schedulers keep an idle tape until its drive is needed:
+    # they choose the next tape themselves.
     idle_dismount_s: float = HPSS_DISMOUNT_DELAY_S
     # The reads on a mounted tape: position (a forward pass, moves timed by the throughput
     # model) or rao (the sorted scheduler reads each mount's requests in recommended access

@@ -11,7 +11,7 @@ Speed (bench/bench_simulator.py; the target is >= 200k events per CPU second). T
 the admission closure (analysis/sim/admit.py) bind what they touch to local variables; common
 transitions write the queue and the records directly; the state's parts have slots; a long
 list of reads is timed in one vectorised call (inputs.pass_timer); a batch of new requests is
-placed at once (admit.place_new); the policies' line of tapes (analysis/recall/policies.py)
+placed at once (admit.place_new); the policies' line of tapes (analysis/recall/schedule/policies.py)
 keeps a heap per media, so a choice costs a few heap operations, not a pass over every tape;
 checks that only matter once a request is sent or pooled a second time wait until then. Every
 shortcut leaves the results as they were (tests/analysis/sim/test_simulator_fastpaths.py).

@@ -20,7 +20,8 @@ from typing import Any
 import polars as pl
 import psycopg
 
-from tapelens.analysis.recall.requests import read_requests, resolve
+from tapelens.analysis.recall.requests.lists import read_requests
+from tapelens.analysis.recall.requests.resolve import resolve
 from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.analysis.sim.simulator import SimResult
 from tapelens.errors import DatabaseError, InputError

@@ -24,9 +24,9 @@ Schedulers (docs/domain.md, "What a good recall does"):
   pulling in every visible request of that tape; requests arriving for the mounted tape are read
   in the same pass when ahead of the head, otherwise in one more pass after it. Which tape a
   free drive takes next is the policy, ranked as the recall engine ranks it
-  (analysis/recall/policies.py, TapeQueue): `time-slider` (the tape of the oldest visible request),
-  `by-demand` (most requested bytes) or `equal` (the requester with the fewest drives first, so
-  a lone request does not starve behind a big one).
+  (analysis/recall/schedule/policies.py, TapeQueue): `time-slider` (the tape of the oldest
+  visible request), `by-demand` (most requested bytes) or `equal` (the requester with the fewest
+  drives first, so a lone request does not starve behind a big one).
 - planned: each drive follows its part of a plan (columns drive and order, as the planner
   writes them), asking for a tape's files when it mounts the tape; files not sent yet when their
   turn comes, and retries, are left to `sorted` scheduling once the plans are done.

@@ -23,7 +23,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from tapelens.analysis.recall.policies import Sharing, TapeQueue
+from tapelens.analysis.recall.schedule.policies import Sharing, TapeQueue
 from tapelens.analysis.sim.config import Library, SimConfig
 from tapelens.analysis.sim.inputs import (
     Geometric,
@@ -135,7 +135,7 @@ class Pool:
     # whether it has pooled requests at all: admissions then skip a size lookup.
     count_bytes: bool
     # Tapes with pooled requests, ranked by the policy as the recall engine ranks them
-    # (analysis/recall/policies.py): by-demand by pooled bytes (ranked again as they grow),
+    # (analysis/recall/schedule/policies.py): by-demand by pooled bytes (ranked again as they grow),
     # time-slider and equal by the admission of the request that put the tape in line, for
     # that request's requester. Tapes whose pooled requests left other than by being taken
     # (failures) are `dirty`: ranked again before the next choice.

@@ -197,7 +197,8 @@ _OPTIONAL_FILE_COLUMNS: dict[str, pl.DataType] = {
     "start_bytes": pl.Int64(),  # bytes on the tape before this file
     "avg_object_bytes": pl.Float64(),  # average object size on the tape, when known
     # A read order other than position order (read_rank, per mount), and what reaching each
-    # read costs in it (reach_s, from tape geometry): analysis.recall.read_order gives both.
+    # read costs in it (reach_s, from tape geometry): analysis.recall.schedule.read_order gives
+    # both.
     "read_rank": pl.Int64(),
     "reach_s": pl.Float64(),
 }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall.dataset import choose_copies, recall_per_dataset
+from tapelens.analysis.recall.datasets.prediction import choose_copies, recall_per_dataset
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 LOCATE_POSDIFF = 100  # docs/domain.md: posdiff >= 100 is a locate, reported apart

@@ -13,7 +13,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from tapelens.analysis.recall.read_order import ORDERS
+from tapelens.analysis.recall.schedule.read_order import ORDERS
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.ingest.migrations import migrate
@@ -173,7 +173,7 @@ def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str,
     against the media catalog), else the online drives of the inventory, else one drive of the
     oldest generation that reads each media type the site's tapes hold, said on stderr. A site
     with no tape of known media type and no drives is an error that says how to give them."""
-    from tapelens.analysis.recall.drives import parse_drives
+    from tapelens.analysis.recall.schedule.drives import parse_drives
     from tapelens.analysis.throughput.inputs import read_drives
 
     if spec:

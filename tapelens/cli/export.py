@@ -8,10 +8,8 @@ import click
 import polars as pl
 import psycopg
 
-from tapelens.analysis.recall import tape_rest
-from tapelens.analysis.recall.requests import read_requests
-from tapelens.analysis.recall.store.export_copies import recallable_copies, tape_fill
-from tapelens.analysis.recall.tapeinfo import (
+from tapelens.analysis.recall.exports import tape_rest
+from tapelens.analysis.recall.exports.tapeinfo import (
     DCACHE_ROOT,
     FORMATS,
     endit_hints,
@@ -23,6 +21,8 @@ from tapelens.analysis.recall.tapeinfo import (
     write_left_out,
     write_tapeinfo,
 )
+from tapelens.analysis.recall.requests.lists import read_requests
+from tapelens.analysis.recall.store.export_copies import recallable_copies, tape_fill
 from tapelens.analysis.sim.config import parse_duration
 from tapelens.analysis.throughput import store as params_store
 from tapelens.cli.common import App, F, order_option, pass_app

@@ -8,18 +8,18 @@ from pathlib import Path
 import click
 import polars as pl
 
-from tapelens.analysis.recall import export as plan_export
-from tapelens.analysis.recall.direct import DirectSubmission
+from tapelens.analysis.recall.baselines.direct import DirectSubmission
 from tapelens.analysis.recall.engine import OBJECTIVES
-from tapelens.analysis.recall.planner import PlanOptions
-from tapelens.analysis.recall.policies import (
+from tapelens.analysis.recall.exports import export as plan_export
+from tapelens.analysis.recall.plan.planner import PlanOptions
+from tapelens.analysis.recall.plan.policy_comparison import compare_policies, default_policies
+from tapelens.analysis.recall.requests.lists import read_requests
+from tapelens.analysis.recall.schedule.policies import (
     DEFAULT_POLICY,
     POLICIES,
     Sharing,
     parse_group_weights,
 )
-from tapelens.analysis.recall.policy_comparison import compare_policies, default_policies
-from tapelens.analysis.recall.requests import read_requests
 from tapelens.analysis.recall.store.catalog import plan_from_database, planning_inputs
 from tapelens.analysis.recall.store.saved_plans import compare_plan, save_plan
 from tapelens.cli.common import (

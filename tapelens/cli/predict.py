@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import polars as pl
 
-from tapelens.analysis.recall.dataset import predict_datasets, resolve_media
+from tapelens.analysis.recall.datasets.prediction import predict_datasets, resolve_media
 from tapelens.analysis.recall.store.catalog import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (

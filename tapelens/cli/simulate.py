@@ -7,7 +7,7 @@ from typing import Any
 import click
 import numpy as np
 
-from tapelens.analysis.recall.policies import DEFAULT_POLICY
+from tapelens.analysis.recall.schedule.policies import DEFAULT_POLICY
 from tapelens.analysis.sim import io as sim_io
 from tapelens.analysis.sim.simulator import (
     DEFAULT_CLIENT_DELAY_S,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.schedule.drives import parse_drives
 from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES, POLICIES, WhatIfParams
 from tapelens.analysis.whatif.store import CatalogOptions, whatif_from_catalog

@@ -414,8 +414,8 @@ def test_names_with_backslashes_tabs_and_null_markers_load_as_written(
 
 
 def test_a_file_id_is_stored_only_where_it_is_not_the_path(dsn: str, tmp_path: Path) -> None:
-    from analysis.recall.planner import PlanOptions
-    from analysis.recall.requests import requests_frame
+    from analysis.recall.plan.planner import PlanOptions
+    from analysis.recall.requests.lists import requests_frame
     from analysis.recall.store.catalog import plan_from_database
     from tapelens.ingest.formats import lookup
 

@@ -7,7 +7,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.recall.drives import parse_drives
+from tapelens.analysis.recall.schedule.drives import parse_drives
 from tapelens.cli import cli
 from tapelens.cli.common import aliased, assume_media_option, dataset_type_option, hidden_alias
 from tapelens.errors import InputError
@@ -154,7 +154,7 @@ def test_one_option_name_means_one_thing_everywhere() -> None:
     """--since/--until take the same time forms; --drives the same SPEC; --format and --by
     choose in one set of words (no `datasets` beside `dataset`); the sharing policy defaults
     as plan recall's does."""
-    from tapelens.analysis.recall.policies import DEFAULT_POLICY, POLICIES
+    from tapelens.analysis.recall.schedule.policies import DEFAULT_POLICY, POLICIES
 
     forms: set[tuple[str, ...]] = set()
     by_words: set[str] = set()

@@ -17,7 +17,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from tapelens.analysis.recall.planner import PlanOptions, RecallPlan, plan_recall
+from tapelens.analysis.recall.plan.planner import PlanOptions, RecallPlan, plan_recall
 from tapelens.analysis.recall.store.addresses import address_objects
 from tapelens.analysis.recall.store.not_found import with_not_found_causes
 from tapelens.analysis.throughput import store as params_store

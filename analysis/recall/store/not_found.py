@@ -9,7 +9,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from tapelens.analysis.recall.planner import RecallPlan
+from tapelens.analysis.recall.plan.planner import RecallPlan
 from tapelens.catalog import file_identity
 from tapelens.errors import DatabaseError
 from tapelens.frames import one_line

@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from tapelens.analysis.recall.planner import RecallPlan
+from tapelens.analysis.recall.plan.planner import RecallPlan
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line

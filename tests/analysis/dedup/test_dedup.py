@@ -15,11 +15,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapelens.analysis.dedup.plan import UNREADABLE_TAPE_STATES, classify_copies, dedup_plan
-from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.dedup.plan import classify_copies, dedup_plan
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.throughput.model import default_params
 from tapelens.cli import cli
 from tapelens.errors import InputError
+from tapelens.tape_states import NOT_RECALLABLE
 from tests.props import examples
 
 GB = 1_000_000_000
@@ -274,11 +275,9 @@ def test_properties_on_random_catalogs(copies: pl.DataFrame) -> None:
             assert actions["keep"] == 1 and actions["review"] == 0
             assert actions["retire"] == counts[file_id] - 1  # never the last copy
             kept = group.filter(pl.col("action") == "keep").row(0, named=True)
-            any_readable = (
-                ~group["tape_state"].is_in(UNREADABLE_TAPE_STATES).fill_null(False)
-            ).any()
+            any_readable = (~group["tape_state"].is_in(NOT_RECALLABLE).fill_null(False)).any()
             if any_readable:
-                assert kept["tape_state"] not in UNREADABLE_TAPE_STATES
+                assert kept["tape_state"] not in NOT_RECALLABLE
     assert (out["verify_checksum"] == (out["action"] != "retire")).all()
     assert (~out["stray"] | (out["action"] == "retire")).all()
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapelens.analysis.recall.copy_choice import choose_copies
+from tapelens.analysis.recall.copies.copy_choice import choose_copies
 from tapelens.errors import InputError
 from tests.props import examples
 
@@ -175,7 +175,7 @@ def test_the_solver_prints_nothing_on_standard_output() -> None:
     # tapelens says, and no third-party copyright line either.
     code = (
         "from tests.analysis.recall.test_copy_choice import instance;"
-        "from tapelens.analysis.recall.copy_choice import choose_copies;"
+        "from tapelens.analysis.recall.copies.copy_choice import choose_copies;"
         "c, t = instance([('a','T1',1.0),('a','T2',1.0),('b','T3',1.0),('b','T2',1.0)],"
         " {'T1': 100.0, 'T2': 120.0, 'T3': 100.0});"
         "print(choose_copies(c, t).method)"

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.dataset import adjacent_on_own_tapes, predict_datasets
+from tapelens.analysis.recall.datasets.prediction import adjacent_on_own_tapes, predict_datasets
 from tapelens.analysis.throughput.model import default_params
 
 GB = 1_000_000_000

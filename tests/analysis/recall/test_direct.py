@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
-from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.baselines.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.engine import candidate_bounds
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.throughput.model import MB, ModelParams, default_params
 from tapelens.analysis.throughput.moves import from_load_point_s, move_s
 from tapelens.errors import InputError

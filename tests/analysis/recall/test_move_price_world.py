@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.read_order import OrderCache, in_read_order
+from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.locate import fit_locate_scale, fit_locate_terms
 from tapelens.analysis.throughput.model import ModelParams, file_times
 from tapelens.media import BY_NAME

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tapelens.analysis.dedup.plan import _newest
-from tapelens.analysis.recall.baselines import newest_copies
+from tapelens.analysis.recall.baselines.newest import newest_copies
 from tapelens.world import generate, site_params
 from tapelens.world.operations import _addressed, _newest_copies
 

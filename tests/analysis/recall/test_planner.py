@@ -7,10 +7,10 @@ from dataclasses import replace
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.baselines import newest_copies
-from tapelens.analysis.recall.direct import DirectSubmission
-from tapelens.analysis.recall.planner import plan_recall
-from tapelens.analysis.recall.requests import parse_requests, requests_frame
+from tapelens.analysis.recall.baselines.direct import DirectSubmission
+from tapelens.analysis.recall.baselines.newest import newest_copies
+from tapelens.analysis.recall.plan.planner import plan_recall
+from tapelens.analysis.recall.requests.lists import parse_requests, requests_frame
 from tapelens.analysis.throughput.model import MB, default_params
 from tests.fixtures.plan_catalogs import GB, catalog, copy, options, tape
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.requests.lists import parse_requests
 from tapelens.analysis.recall.store.catalog import load_catalog, plan_from_database
 from tapelens.analysis.recall.store.saved_plans import (
     PLAN_FILES_SCHEMA,
@@ -163,7 +163,7 @@ def test_plan_recall_writes_plan_exports_and_saves_then_compares(site: str, tmp_
 
 
 def test_saving_twice_replaces_and_unknown_plans_are_named(site: str) -> None:
-    from tapelens.analysis.recall.planner import PlanOptions
+    from tapelens.analysis.recall.plan.planner import PlanOptions
 
     asked = parse_requests(["dataset", "X"])
     options = PlanOptions(drives=(("LTO-8", 1),))

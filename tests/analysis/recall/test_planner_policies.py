@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.planner import RecallPlan, plan_recall
-from tapelens.analysis.recall.policies import Sharing, parse_group_weights
-from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.plan.planner import RecallPlan, plan_recall
+from tapelens.analysis.recall.requests.lists import parse_requests
+from tapelens.analysis.recall.schedule.policies import Sharing, parse_group_weights
 from tapelens.analysis.throughput.model import default_params
 from tapelens.errors import InputError
 from tests.fixtures.plan_catalogs import SCHEMA, WRITTEN, catalog, options, tape

@@ -8,10 +8,10 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapelens.analysis.recall.drives import readable_by_catalog
-from tapelens.analysis.recall.planner import plan_recall
-from tapelens.analysis.recall.policies import POLICIES
-from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.plan.planner import plan_recall
+from tapelens.analysis.recall.requests.lists import parse_requests
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.policies import POLICIES
 from tapelens.analysis.throughput.model import default_params
 from tests.fixtures.plan_catalogs import GB, catalog, copy, options
 from tests.props import examples

@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.policy_comparison import (
+from tapelens.analysis.recall.plan.policy_comparison import (
     COMPARISON_COLUMNS,
     compare_policies,
     default_policies,
     jain_index,
 )
-from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.requests.lists import parse_requests
+from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.throughput.model import default_params
 from tests.fixtures.plan_catalogs import catalog, options, tape
 

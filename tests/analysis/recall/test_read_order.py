@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 
 from tapelens.analysis.geometry.place import start_bytes_from_positions
-from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
-from tapelens.analysis.recall.planner import PlanOptions, plan_recall
-from tapelens.analysis.recall.read_order import OrderCache, in_read_order
-from tapelens.analysis.recall.requests import parse_requests
+from tapelens.analysis.recall.plan.planner import PlanOptions, plan_recall
+from tapelens.analysis.recall.requests.lists import parse_requests
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.model import ModelParams, default_params
 from tapelens.analysis.throughput.moves import move_s
 from tapelens.media import BY_NAME

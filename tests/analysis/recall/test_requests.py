@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.requests import parse_requests, read_requests, requests_frame, resolve
+from tapelens.analysis.recall.requests.lists import parse_requests, read_requests, requests_frame
+from tapelens.analysis.recall.requests.resolve import resolve
 from tapelens.errors import ParseError
 from tests.fixtures.plan_catalogs import catalog, copy
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from tapelens.analysis.recall import tape_rest
+from tapelens.analysis.recall.exports import tape_rest
 from tapelens.cli import cli
 from tapelens.errors import InputError
 from tests.fixtures.cli import run

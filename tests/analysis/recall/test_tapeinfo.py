@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tapelens.analysis.geometry import order_reads
-from tapelens.analysis.recall.tapeinfo import (
+from tapelens.analysis.recall.exports.tapeinfo import (
     endit_hints,
     hint_json,
     parse_path_map,

@@ -18,14 +18,14 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from tapelens import models
-from tapelens.analysis.recall.planner import PlanOptions, RecallPlan
-from tapelens.analysis.recall.requests import requests_frame
+from tapelens.analysis.recall.plan.planner import PlanOptions, RecallPlan
+from tapelens.analysis.recall.requests.lists import requests_frame
 from tapelens.analysis.recall.store.catalog import plan_from_database
 from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
 from tapelens.catalog import file_identity
 from tapelens.cli import cli
+from tapelens.dbt_runs import build
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
@@ -57,7 +57,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def loaded(module_dsn: str, site: Path) -> str:
     load_site(module_dsn, site, {"tapes", "catalog"})
-    models.build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
+    build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
     return module_dsn
 
 

@@ -18,9 +18,9 @@ import polars as pl
 import psycopg
 import pytest
 
-from tapelens import models
 from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
+from tapelens.dbt_runs import build
 from tapelens.world import generate, site_params
 from tests.fixtures.generated_site import load_site
 
@@ -53,7 +53,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def advised(module_dsn: str, site: Path) -> RepackAdvice:
     load_site(module_dsn, site, {"tapes", "catalog"})
-    models.build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
+    build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
     options = RepackOptions(
         drives=tuple(DRIVES.items()), top=10, screen=40, kinds=("stray-copies",)
     )

@@ -14,8 +14,8 @@ import polars as pl
 import psycopg
 import pytest
 
-from tapelens.analysis.recall.planner import PlanOptions, RecallPlan
-from tapelens.analysis.recall.requests import requests_frame
+from tapelens.analysis.recall.plan.planner import PlanOptions, RecallPlan
+from tapelens.analysis.recall.requests.lists import requests_frame
 from tapelens.analysis.recall.store.catalog import plan_from_database
 from tapelens.analysis.sim.io import load_plan
 from tapelens.analysis.sim.simulator import DEFAULT_ROBOTS, Library, SimConfig, SimResult, simulate

@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
-from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.baselines.direct import DirectSubmission, serve_direct
 from tapelens.analysis.recall.engine import Policy, predict_recall
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.sim.simulator import (
     Fault,
     Library,

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.policies import TapeQueue
+from tapelens.analysis.recall.schedule.policies import TapeQueue
 from tapelens.analysis.sim import admit as sim_admit
 from tapelens.analysis.sim import events as sim_engine
 from tapelens.analysis.sim import inputs as sim_inputs

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.drives import parse_drives
 from tapelens.analysis.recall.engine import predict_recall
+from tapelens.analysis.recall.schedule.drives import parse_drives
 from tapelens.analysis.throughput.model import (
     MB,
     ModelParams,

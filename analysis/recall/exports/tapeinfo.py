@@ -16,7 +16,7 @@ the tape system's prefixes to dCache's, and a file whose path is outside dCache'
 after that (no prefix matched) is left out and reported rather than written unchanged.
 
 The tape a file is on is the copy a tape system recalls: the newest live copy on a tape that
-can be read now (analysis/recall/baselines.py newest_copies). Sizes are in kB of 1,000 bytes,
+can be read now (analysis/recall/baselines/newest.py newest_copies). Sizes are in kB of 1,000 bytes,
 rounded up (a file of 1 byte takes 1 kB). A tape is filled with every copy it holds, the ones
 the catalog no longer lists included, as the tape itself is until it is repacked.
 
@@ -42,8 +42,8 @@ from pathlib import Path
 
 import polars as pl
 
-from tapelens.analysis.recall.baselines import newest_copies
-from tapelens.analysis.recall.read_order import in_read_order
+from tapelens.analysis.recall.baselines.newest import newest_copies
+from tapelens.analysis.recall.schedule.read_order import in_read_order
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.errors import InputError, ParseError
 

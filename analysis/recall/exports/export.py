@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.planner import RecallPlan
+from tapelens.analysis.recall.plan.planner import RecallPlan
 from tapelens.errors import InputError
 
 EXPORT_FORMATS = ("csv", "json", "filelists", "dsmc", "tape-rest")

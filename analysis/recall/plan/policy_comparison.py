@@ -1,6 +1,6 @@
 """The same recall planned under several drive-sharing policies, side by side.
 
-One catalog read, one plan per policy (analysis/recall/planner.py), and per policy: makespan,
+One catalog read, one plan per policy (analysis/recall/plan/planner.py), and per policy: makespan,
 mounts, rate, when the first, median and last requester is served, and how evenly the drives'
 work was shared among requesters: Jain's fairness index over the requesters' throughputs
 (bytes asked / time to their last file), 1 when every requester is served at the same rate,
@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from tapelens.analysis.recall.planner import PlanOptions, plan_recall
-from tapelens.analysis.recall.policies import POLICIES, Sharing
+from tapelens.analysis.recall.plan.planner import PlanOptions, plan_recall
+from tapelens.analysis.recall.schedule.policies import POLICIES, Sharing
 from tapelens.analysis.throughput.model import ModelParams
 
 COMPARISON_COLUMNS = (

@@ -1,7 +1,7 @@
 """What today's placement costs a dataset recall: predicted time now and with ideal placement.
 
 Now: the recall of the dataset's files as `plan recall` would make it, through the same engine
-(engine.py): the cheapest copies, each tape read in one pass, the tapes shared out on all the
+(engine.recall): the cheapest copies, each tape read in one pass, the tapes shared out on all the
 given drives as if the dataset were recalled alone. Ideal: the faster of two layouts of the
 chosen copies' objects, recalled the same way: adjacent (gap 1) from the start of the fewest
 tapes of the dataset's main media type, filled to capacity ("packed"); or adjacent from the
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from tapelens.analysis.recall.drives import readable_by_catalog
 from tapelens.analysis.recall.engine import Policy, engine_inputs, readable_media, recall
-from tapelens.analysis.recall.policies import Sharing
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.tape_states import NOT_RECALLABLE
 

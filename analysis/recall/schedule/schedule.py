@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from tapelens.analysis.recall.dispatch import dispatch
-from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.read_order import OrderCache, in_read_order
+from tapelens.analysis.recall.schedule.dispatch import dispatch
+from tapelens.analysis.recall.schedule.policies import Sharing
+from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
 
 # Per-file columns of a plan, in export order.

@@ -1,12 +1,11 @@
-"""The recall planner: which copies, which tapes on which drives, in which order, how long.
+"""A recall plan: the engine's schedule of a request list, with its baselines and bounds.
 
-Requests are resolved against the live copies (analysis.recall.requests); one copy per file is
-chosen to minimise the predicted total time (analysis.recall.copy_choice); each tape is read in one
-forward pass in position order, aggregate members by offset and each aggregate read once, timed by
-the throughput model (analysis.throughput.model); tapes go to drives that can read them under a
-sharing policy (analysis.recall.dispatch). In the same run the plan is compared with what the usual
-ways would cost: direct FIFO submission of the newest copies, and newest-copy selection with this
-planner's ordering. Everything here is pure: frames and frozen options in, frames and a summary out.
+Requests are resolved against the live copies (analysis.recall.requests); the engine
+(analysis.recall.engine, `recall`) chooses the copies, orders each tape's reads and puts the tapes
+on drives. In the same run the plan is compared with what the usual ways would cost: direct FIFO
+submission of the newest copies (analysis.recall.baselines.direct), and newest-copy selection
+with the plan's own ordering (analysis.recall.baselines.newest); and with the bounds no schedule
+can beat. Everything here is pure: frames and frozen options in, frames and a summary out.
 """
 
 from __future__ import annotations
@@ -17,14 +16,12 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.baselines import (
+from tapelens.analysis.recall.baselines.direct import DirectSubmission, serve_direct
+from tapelens.analysis.recall.baselines.newest import (
     BaselineResult,
     newest_copies,
 )
-from tapelens.analysis.recall.copy_choice import EXACT_LIMIT, CopyChoice
-from tapelens.analysis.recall.direct import DirectSubmission, serve_direct
-from tapelens.analysis.recall.dispatch import fractional_split, readers_of
-from tapelens.analysis.recall.drives import readable_by_catalog
+from tapelens.analysis.recall.copies.copy_choice import EXACT_LIMIT, CopyChoice
 from tapelens.analysis.recall.engine import (
     Policy,
     Recall,
@@ -33,10 +30,12 @@ from tapelens.analysis.recall.engine import (
     recall,
     with_other_volumes,
 )
-from tapelens.analysis.recall.policies import Sharing
-from tapelens.analysis.recall.read_order import POSITION_BY_GEOMETRY
-from tapelens.analysis.recall.requests import Resolution, resolve
-from tapelens.analysis.recall.schedule import Schedule, build_schedule, with_copy_columns
+from tapelens.analysis.recall.requests.resolve import Resolution, resolve
+from tapelens.analysis.recall.schedule.dispatch import fractional_split, readers_of
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.policies import Sharing
+from tapelens.analysis.recall.schedule.read_order import POSITION_BY_GEOMETRY
+from tapelens.analysis.recall.schedule.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams
 
 
@@ -51,7 +50,7 @@ class PlanOptions:
     baselines: bool = True
     objective: str = "makespan"
     order: str = "position"  # the reads on a tape (read_order.ORDERS)
-    # How the FIFO baseline's tape system serves direct submission (direct.py).
+    # How the FIFO baseline's tape system serves direct submission (baselines/direct.py).
     direct: DirectSubmission = field(default_factory=DirectSubmission)
 
     @property

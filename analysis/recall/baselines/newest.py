@@ -3,7 +3,7 @@
 Tape clients recall the newest copy of a file (docs/domain.md, "Duplicate copies"). The baseline
 reads those copies with the plan's own ordering and sharing, so that the difference to the plan
 is what the copy choice gains. Direct submission to the tape system, the other baseline, is
-direct.py.
+baselines/direct.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.schedule import Schedule
+from tapelens.analysis.recall.schedule.schedule import Schedule
 from tapelens.analysis.throughput.model import MB
 from tapelens.tape_states import NOT_RECALLABLE
 

@@ -1,7 +1,7 @@
 """Drive sharing policies: which waiting tape a free drive takes next.
 
 One ranking serves both users of a policy: the recall engine's list scheduling
-(analysis/recall/dispatch.py, every tape known up front) and the library simulator's sorted
+(analysis/recall/schedule/dispatch.py, every tape known up front) and the library simulator's sorted
 scheduler (analysis/sim/schedulers.py, tapes whose requests arrive, grow and leave over time).
 They differ in what they know, not in how they choose. Policies (docs/domain.md, "Share drives"):
 

@@ -40,8 +40,8 @@ import polars as pl
 
 from tapelens.analysis.geometry import GEOMETRIES
 from tapelens.analysis.geometry.place import start_address
-from tapelens.analysis.recall.baselines import BaselineResult
-from tapelens.analysis.recall.dispatch import drive_names, readers_of
+from tapelens.analysis.recall.baselines.newest import BaselineResult
+from tapelens.analysis.recall.schedule.dispatch import drive_names, readers_of
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
 from tapelens.analysis.throughput.moves import move_s
 from tapelens.errors import InputError

@@ -2,7 +2,7 @@
 
 Each tape is mounted once and holds its drive for its whole predicted time. Whenever a drive is
 free, it takes the tape the policy ranks first among those the limits allow
-(analysis/recall/policies.py says how each policy ranks; ties go to the longest tape).
+(analysis/recall/schedule/policies.py says how each policy ranks; ties go to the longest tape).
 fifo, by-demand and time-slider know no requesters: a small late request waits for an earlier
 large one unless `requester_limit` is set (or equal/group sharing is used).
 
@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import linprog
 
-from tapelens.analysis.recall.policies import Sharing, TapeQueue
+from tapelens.analysis.recall.schedule.policies import Sharing, TapeQueue
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
 

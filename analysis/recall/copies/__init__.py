@@ -1,0 +1,1 @@
+"""Copy choice: which copy of each requested file a recall reads."""
