@@ -25,6 +25,7 @@ from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
+from tapelens.tape_states import WRITTEN_NO_MORE
 
 # Rough costs for screening only (LTO-8 defaults, tapelens/media.py): a mount with rewind and
 # unload, an average locate, the native rate.
@@ -288,11 +289,13 @@ def _screen_low_occupancy(
     query = sql.SQL(
         """select volume, files, live_bytes, capacity_bytes, occupancy, state
            from {}.fct_tape_occupancy
-           where state in ('full', 'readonly') and files > 0 and occupancy < {}
+           where state in ({}) and files > 0 and occupancy < {}
            order by occupancy, volume
            limit {}"""
     ).format(
         sql.Identifier(MARTS_SCHEMA),
+        # Tapes written no more: nothing is appended, so their dead space stays until a repack.
+        sql.SQL(", ").join(sql.Literal(state) for state in WRITTEN_NO_MORE),
         sql.Literal(options.max_occupancy),
         sql.Literal(options.screened),
     )
