@@ -1,2 +1,1 @@
-"""Baselines a plan is measured against: the newest copies as tape clients choose them, and direct
-submission to the tape system (FIFO)."""
+"""Baselines a plan is measured against: newest copies, and direct submission (FIFO)."""

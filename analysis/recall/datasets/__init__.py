@@ -1,2 +1,1 @@
-"""Per-dataset predictions: what a dataset recall costs with today's placement, and with an ideal
-one."""
+"""Per-dataset predictions: a dataset recall's cost now and with an ideal placement."""

@@ -1,5 +1,7 @@
-"""What staging systems read about where files are on tape: dCache's tape information files
-for its bring-online clustering scheduler, and ENDIT's tape hint file.
+"""What staging systems read about where files are on tape: dCache tape info, ENDIT hints.
+
+dCache's tape information files feed its bring-online clustering scheduler; ENDIT reads its
+tape hint file.
 
 dCache's SRM manager groups bring-online requests by tape when it knows where each file is: two
 files in its tape info directory (default /etc/dcache/tapeinfo), as JSON (`tapes.json`,

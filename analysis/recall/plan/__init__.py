@@ -1,2 +1,1 @@
-"""A recall plan of a request list: the engine's schedule with its baselines and bounds, and the
-same recall planned under several drive-sharing policies."""
+"""A recall plan with its baselines and bounds, and plans side by side under several policies."""

@@ -1,5 +1,6 @@
-"""Recall requests resolved against the catalog: the files they name, their readable copies, and
-what is not found or cannot be read.
+"""Recall requests resolved against the catalog of live copies.
+
+The files they name, their readable copies, and what is not found or cannot be read.
 
 Resolution against a frame of live copies is pure: entries the catalog does not know are
 `not_found`; files whose every copy sits on a tape that cannot be read are `unavailable`, with the

@@ -1,2 +1,1 @@
-"""The schedule: drive-sharing policies, the drives that read each media type, the order of the
-reads on a tape, and the tapes dispatched onto drives."""
+"""The schedule: sharing policies, drives, the read order on a tape, tapes onto drives."""

@@ -1,5 +1,7 @@
-"""Chosen copies as a schedule: each tape's forward pass timed by the throughput model, then the
-tapes dispatched onto drives.
+"""The schedule of chosen copies: each tape's reads timed, the tapes dispatched onto drives.
+
+Each tape's forward pass is timed by the throughput model, then the tapes are dispatched onto
+drives.
 
 A tape is read in one pass in position order (aggregate members by offset, each aggregate one
 tape object read once): `throughput.file_times` times every read from where it sits; a mount's

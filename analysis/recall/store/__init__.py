@@ -1,2 +1,5 @@
-"""Database side of recall planning: the catalog read, byte addresses, causes of requests not
-found, copies for exports, saved plans with plan against actual."""
+"""Database side of recall planning, one module per concept.
+
+The catalog read, byte addresses, causes of requests not found, copies for exports, saved plans
+with plan against actual.
+"""

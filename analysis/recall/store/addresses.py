@@ -1,5 +1,7 @@
-"""Byte addresses of the copies a catalog read found: from the marts where the last build saw the
-tape as it is, summed from the catalog (by the marts' own SQL) where it did not.
+"""Byte addresses of the copies a catalog read found, on their tapes.
+
+From the marts where the last build saw the tape as it is, summed from the catalog (by the marts'
+own SQL) where it did not.
 
 The addresses are looked up in the marts (plan_tape_objects) for the tapes the last build has seen
 as they are; only the tapes of later catalog loads are summed from the catalog at plan time.
@@ -32,7 +34,7 @@ _TAPE_OBJECTS_MACRO = PROJECT_DIR / "macros" / "tape_objects.sql"
 
 
 def tape_objects_sql(copies: str, average: bool = False) -> str:
-    """The SQL of a tape object's byte address (models/macros/tape_objects.sql) over `copies`,
+    """The SQL of a tape object's byte address (macros/tape_objects.sql) over `copies`,
     a relation or parenthesised subquery with volume, position and size_bytes."""
     template = jinja2.Environment(autoescape=False).from_string(_TAPE_OBJECTS_MACRO.read_text())
     return str(template.module.tape_objects(copies, average=average))  # type: ignore[attr-defined]

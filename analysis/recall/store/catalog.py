@@ -1,5 +1,6 @@
-"""The catalog a recall plan reads: the live copies of every requested file, with the model
-parameters and drive readers in use.
+"""The catalog read of a recall plan: the live copies of every requested file.
+
+With them, what a plan needs besides: the model parameters and the drive readers in use.
 
 The requested paths, file ids and datasets go into a table of the catalog read's own (one COPY), the
 live copies of every file they name are selected with one join in SQL, with each copy's byte

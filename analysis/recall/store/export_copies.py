@@ -1,5 +1,4 @@
-"""What the exports to staging systems read: the live copies on readable tapes, and each tape's
-fill."""
+"""What the exports to staging systems read: live copies on readable tapes, each tape's fill."""
 
 from __future__ import annotations
 
