@@ -52,7 +52,8 @@ fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider \
 		tests/ingest/test_formats_catalog_fuzz.py tests/ingest/test_formats_logs_fuzz.py \
 		tests/ingest/test_readers_real_fuzz.py tests/ingest/test_inventories_real.py \
-		tests/analysis/recall/test_copy_choice.py tests/analysis/recall/test_planner_props.py \
+		tests/analysis/recall/copies/test_copy_choice.py \
+		tests/analysis/recall/plan/test_planner_props.py \
 		tests/analysis/dedup/test_dedup.py
 
 clean-venv:

@@ -351,7 +351,7 @@ def _newest_copies(wanted: pl.DataFrame, readable: pl.DataFrame, t_s: float) -> 
 
     The world keeps this rule apart from the product's (analysis/recall/baselines/newest.py
     newest_copies) on purpose: it is the truth the product is checked against, and
-    tests/analysis/recall/test_newest_copy.py holds the two to the same copies on every
+    tests/analysis/recall/baselines/test_newest_copy.py holds the two to the same copies on every
     profile's generated site."""
     return (
         wanted.select("file_id")

@@ -51,7 +51,8 @@ SKIPPED: dict[str, str] = {
     r"--submit https?://|BEARER_TOKEN=": "sends stage requests to a tape system",
     r"-o /etc/|-o /var/": "writes into a system folder",
     r"--path-map /hpss/": (
-        "maps another site's path prefixes to dCache's (tests/analysis/recall/test_tapeinfo.py)"
+        "maps another site's path prefixes to dCache's"
+        " (tests/analysis/recall/exports/test_tapeinfo.py)"
     ),
 }
 # README examples whose output is the demo site's own and differs in more than numbers.

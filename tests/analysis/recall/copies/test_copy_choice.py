@@ -17,7 +17,7 @@ from tapelens.analysis.recall.copies.copy_choice import choose_copies
 from tapelens.errors import InputError
 from tests.props import examples
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def instance(
@@ -174,7 +174,7 @@ def test_the_solver_prints_nothing_on_standard_output() -> None:
     # banner must not land in it, whatever the solver version prints; stderr carries what
     # tapelens says, and no third-party copyright line either.
     code = (
-        "from tests.analysis.recall.test_copy_choice import instance;"
+        "from tests.analysis.recall.copies.test_copy_choice import instance;"
         "from tapelens.analysis.recall.copies.copy_choice import choose_copies;"
         "c, t = instance([('a','T1',1.0),('a','T2',1.0),('b','T3',1.0),('b','T2',1.0)],"
         " {'T1': 100.0, 'T2': 120.0, 'T3': 100.0});"
