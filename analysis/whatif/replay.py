@@ -120,16 +120,18 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
         directory = pl.col("dataset")
         name = pl.col("file_name") if "file_name" in stream.columns else pl.lit("")
     pool = pl.col("pool") if "pool" in stream.columns else pl.lit(DEFAULT_POOL)
-    frame = (
-        stream.with_columns(
-            seconds_of(stream, "arrived_at").alias("_t"),
-            directory.fill_null("").alias("_dir"),
-            name.fill_null("").alias("_name"),
-            pool.cast(pl.String).fill_null(DEFAULT_POOL).alias("_pool"),
-        )
-        .with_row_index("_in")
-        .sort("_t", "_dir", "_name", "_in")
-    )
+    frame = stream.with_columns(
+        seconds_of(stream, "arrived_at").alias("_t"),
+        directory.fill_null("").alias("_dir"),
+        name.fill_null("").alias("_name"),
+        pool.cast(pl.String).fill_null(DEFAULT_POOL).alias("_pool"),
+    ).with_row_index("_in")
+    # One sort of the strings: each file's rank by (directory, name, input order), then the
+    # arrival order with that rank breaking ties, which is the order (_t, _dir, _name, _in).
+    by_path = frame.select(pl.arg_sort_by("_dir", "_name", "_in")).to_series().to_numpy()
+    rank = np.empty(frame.height, dtype=np.int64)
+    rank[by_path] = np.arange(frame.height)
+    frame = frame.with_columns(pl.Series("_rank", rank)).sort("_t", "_rank")
     for column, what in (
         ("_t", "an arrival time"),
         ("size_bytes", "a size"),
@@ -139,9 +141,7 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
             raise InputError(f"write stream: every file needs {what}")
     if (frame["size_bytes"] < 0).any():
         raise InputError("write stream: negative file size")
-    by_path = frame.select(pl.arg_sort_by("_dir", "_name", "_in")).to_series().to_numpy()
-    path_rank = np.empty(frame.height, dtype=np.int64)
-    path_rank[by_path] = np.arange(frame.height)
+    path_rank = frame["_rank"].to_numpy()
     pools = sorted(frame["_pool"].unique().to_list())
     arrivals = ww.Arrivals(
         arrived_s=frame["_t"].to_numpy().astype(np.float64),
@@ -150,7 +150,7 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
         dataset=frame["dataset"].rank("dense").to_numpy().astype(np.int64) - 1,
         path_rank=path_rank,
     )
-    return frame.drop("_dir", "_name"), arrivals, pools
+    return frame.drop("_dir", "_name", "_rank"), arrivals, pools
 
 
 def drives_per_pool(params: WhatIfParams, pools: list[str], pool_bytes: np.ndarray) -> np.ndarray:

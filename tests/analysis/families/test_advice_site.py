@@ -133,7 +133,12 @@ def test_plan_families_prints_the_advice(advised: Advised) -> None:
     assert exported.returncode == 0, exported.stderr
     mapping = json.loads((advised.site / "families" / EXPORT_FILES["dcache"]).read_text())
     # The HSM script's lookup puts each hinted file where the advised placement put it.
-    names = dict(named(advised.advice.families).select("family", "name").iter_rows())
+    names = {
+        (pool, family): name
+        for pool, family, name in named(advised.advice.families)
+        .select("pool", "family", "name")
+        .iter_rows()
+    }
     truth = pl.read_parquet(advised.site / "truth" / "hints.parquet").filter(
         pl.col("status") == "ok"
     )
@@ -142,7 +147,7 @@ def test_plan_families_prints_the_advice(advised: Advised) -> None:
     assert checked.height > 0.8 * FILES
     for row in checked.iter_rows(named=True):
         hints = {str(k): row[f"level_{k}"] for k in range(4) if row[f"level_{k}"]}
-        assert family_of(mapping, row["pool"], hints) == names[row["family"]], row
+        assert family_of(mapping, row["pool"], hints) == names[(row["pool"], row["family"])], row
     bad = run(*common, "--sort", "nonesuch")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "--sort nonesuch: no such column" in bad.stderr
