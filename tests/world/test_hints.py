@@ -19,6 +19,7 @@ import pytest
 
 from tapelens.world import generate, site_params
 from tapelens.world.hints import EMPTY_DATASET_SHARE, GROUP_SEPARATOR
+from tests.fixtures.cli import run
 from tests.fixtures.generated_site import load_site
 
 pytestmark = pytest.mark.slow
@@ -133,3 +134,19 @@ def test_cta_site_keys_its_records_by_archive_id(dsn: str, tmp_path: Path) -> No
     joined = truth.join(stored, left_on="file_id", right_on="file_key")
     assert joined.height == truth.height == stored.height
     assert (joined["status"] == joined["status_right"]).all()
+
+
+def test_ingest_manifest_loads_the_hints_with_the_catalog(dsn: str, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    generate(out, site_params("bnl", files=1_000, seed=9, hints=True, history=False))
+    done = run("--dsn", dsn, "ingest", "manifest", str(out / "manifest.json"))
+    assert done.returncode == 0, done.stderr
+    assert "t_file.tsv" in done.stderr
+    stored = stored_hints(dsn)
+    assert stored.height == 1_000
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "select count(*) from tapelens.write_hints h"
+            " where exists (select 1 from tapelens.tape_files f where f.path = h.file_key)"
+        ).fetchone()
+    assert row is not None and row[0] == 1_000
