@@ -156,14 +156,15 @@ def place_families(
     new = np.ones(n, dtype=bool)
     new[1:] = (key_p[1:] != key_p[:-1]) | (key_b[1:] != key_b[:-1]) | (key_f[1:] != key_f[:-1])
     heads = np.flatnonzero(new)
-    chunk_slot: np.ndarray = np.empty(heads.size, dtype=np.int64)
+    chunk_slot_list = [0] * heads.size
     # Per pool: which family holds each slot (None: free; a family code may be negative), and
     # the chunk that last wrote to it.
     holder: dict[int, list[int | None]] = {}
     last: dict[int, list[int]] = {}
     slot_of: dict[tuple[int, int], int] = {}
-    for c, i in enumerate(heads.tolist()):
-        pool, fam = int(key_p[i]), int(key_f[i])
+    # Plain lists: numpy scalar access costs more than the loop's own work.
+    chunk_pool, chunk_family = key_p[heads].tolist(), key_f[heads].tolist()
+    for c, (pool, fam) in enumerate(zip(chunk_pool, chunk_family, strict=True)):
         slots = holder.setdefault(pool, [None] * int(open_per_pool[pool]))
         used = last.setdefault(pool, [-1] * len(slots))
         k = slot_of.get((pool, fam), -1)
@@ -175,7 +176,8 @@ def place_families(
             slots[k] = fam
             slot_of[(pool, fam)] = k
         used[k] = c
-        chunk_slot[c] = k
+        chunk_slot_list[c] = k
+    chunk_slot = np.asarray(chunk_slot_list, dtype=np.int64)
     slot_sorted = chunk_slot[np.cumsum(new) - 1]
     slot: np.ndarray = np.empty(n, dtype=np.int64)
     slot[order] = slot_sorted
