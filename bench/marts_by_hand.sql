@@ -63,12 +63,12 @@ select
     source, copy_id, written_at, dataset, dataset_type, experiment, size_bytes,
     volume, media_type, position, offset_bytes, aggregate_id, copy_no, file_rank,
     prev_position, posdiff, gap_bytes,
-    case when posdiff between 1 and 99 then gap_bytes else 0 end as read_through_bytes,
+    case when posdiff between 1 and 99 then gap_bytes else 0 end as counted_gap_bytes,
     case
         when offset_bytes is not null or aggregate_id is not null then 'aggregate_member'
         when posdiff is null then 'first'
         when posdiff = 0 then 'aggregate_member'
-        when posdiff < 100 then 'read_through'
+        when posdiff < 100 then 'counted'
         else 'locate'
     end as gap_class,
     (select run_id from bench_hand.watermark) as watermark_run_id
@@ -135,17 +135,17 @@ per_dataset_tape as (
         min(media_type) as media_type,
         count(*) as files,
         sum(size_bytes)::bigint as size_bytes,
-        count(*) filter (where gap_class = 'read_through') as n_read_through,
-        avg(posdiff::numeric(40, 20)) filter (where gap_class = 'read_through') as mean_posdiff,
-        stddev_samp(posdiff::numeric(40, 20)) filter (where gap_class = 'read_through')
+        count(*) filter (where gap_class = 'counted') as n_counted_gaps,
+        avg(posdiff::numeric(40, 20)) filter (where gap_class = 'counted') as mean_posdiff,
+        stddev_samp(posdiff::numeric(40, 20)) filter (where gap_class = 'counted')
             as sigma_posdiff,
-        coalesce(sum(posdiff) filter (where gap_class = 'read_through'), 0) as sum_posdiff,
-        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'read_through'), 0)
+        coalesce(sum(posdiff) filter (where gap_class = 'counted'), 0) as sum_posdiff,
+        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'counted'), 0)
             as sum_posdiff_sq,
         count(*) filter (where gap_class = 'locate') as n_locates,
         count(*) filter (where gap_class = 'aggregate_member') as n_aggregate_members,
         count(*) filter (where gap_class = 'first') as n_first,
-        sum(read_through_bytes)::bigint as read_through_bytes,
+        sum(counted_gap_bytes)::bigint as counted_gap_bytes,
         min(position) as first_position,
         max(position) as last_position,
         min(written_at) as first_written_at,
@@ -155,11 +155,11 @@ per_dataset_tape as (
 )
 select
     p.dataset, p.volume, t.dataset_type, p.experiment, p.media_type, p.files, p.size_bytes,
-    p.n_read_through, p.mean_posdiff::double precision as mean_posdiff,
+    p.n_counted_gaps, p.mean_posdiff::double precision as mean_posdiff,
     p.sigma_posdiff::double precision as sigma_posdiff, p.sum_posdiff::numeric as sum_posdiff,
     p.sum_posdiff_sq::numeric as sum_posdiff_sq, p.n_locates, p.n_aggregate_members,
-    p.n_first, p.read_through_bytes,
-    (p.size_bytes::numeric / nullif(p.size_bytes + p.read_through_bytes, 0))::double precision
+    p.n_first, p.counted_gap_bytes,
+    (p.size_bytes::numeric / nullif(p.size_bytes + p.counted_gap_bytes, 0))::double precision
         as rate_factor,
     p.first_position, p.last_position, p.first_written_at, p.last_written_at,
     (select run_id from bench_hand.watermark) as watermark_run_id
@@ -233,9 +233,9 @@ with summed as (
         to_char(written_at at time zone 'UTC', 'YYYY-MM') as month,
         written_at >= ('2020-10-01'::date::timestamp at time zone 'UTC') as is_after,
         count(*) as files,
-        count(*) filter (where gap_class = 'read_through') as n,
-        coalesce(sum(posdiff) filter (where gap_class = 'read_through'), 0) as s,
-        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'read_through'), 0) as ss,
+        count(*) filter (where gap_class = 'counted') as n,
+        coalesce(sum(posdiff) filter (where gap_class = 'counted'), 0) as s,
+        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'counted'), 0) as ss,
         count(*) filter (where gap_class = 'locate') as n_locates,
         count(*) filter (where gap_class = 'aggregate_member') as n_aggregate_members
     from bench_hand.fct_file_gaps
@@ -299,7 +299,7 @@ per_dataset as (
         sum(files)::bigint as copies,
         sum(size_bytes)::bigint as copy_bytes,
         count(*) as tapes_used,
-        sum(n_read_through)::bigint as n_read_through,
+        sum(n_counted_gaps)::bigint as n_counted_gaps,
         sum(sum_posdiff) as sum_posdiff,
         sum(sum_posdiff_sq) as sum_posdiff_sq,
         sum(n_locates)::bigint as n_locates,
@@ -337,16 +337,16 @@ select
     coalesce(d.duplicated_files, 0) as duplicated_files,
     p.tapes_used, v.main_tapes, c.capacity_bytes,
     ceil(v.size_bytes::numeric / nullif(c.capacity_bytes, 0))::bigint as tapes_needed,
-    p.n_read_through,
-    (p.sum_posdiff::numeric(40, 20) / nullif(p.n_read_through, 0))::double precision as mean_gap,
+    p.n_counted_gaps,
+    (p.sum_posdiff::numeric(40, 20) / nullif(p.n_counted_gaps, 0))::double precision as mean_gap,
     case
-        when p.n_read_through > 1
+        when p.n_counted_gaps > 1
             then sqrt(
                 greatest(
-                    (p.n_read_through * p.sum_posdiff_sq - p.sum_posdiff * p.sum_posdiff)
+                    (p.n_counted_gaps * p.sum_posdiff_sq - p.sum_posdiff * p.sum_posdiff)
                         ::numeric(60, 20),
                     0
-                ) / (p.n_read_through * (p.n_read_through - 1))
+                ) / (p.n_counted_gaps * (p.n_counted_gaps - 1))
             )::double precision
     end as sigma_gap,
     p.n_locates, v.small_files,
@@ -403,7 +403,7 @@ per_volume as (
         sum(files)::bigint as files,
         sum(size_bytes)::bigint as live_bytes,
         count(*) as n_datasets,
-        sum(n_read_through)::bigint as n_read_through,
+        sum(n_counted_gaps)::bigint as n_counted_gaps,
         sum(sum_posdiff) as sum_posdiff,
         min(first_written_at) as first_written_at,
         max(last_written_at) as last_written_at
@@ -445,8 +445,8 @@ select
     coalesce(p.n_datasets, 0) as n_datasets,
     coalesce(c.small_files, 0) as small_files,
     c.small_files::double precision / nullif(p.files, 0) as small_file_share,
-    coalesce(p.n_read_through, 0) as n_read_through,
-    (p.sum_posdiff::numeric(40, 20) / nullif(p.n_read_through, 0))::double precision as mean_gap,
+    coalesce(p.n_counted_gaps, 0) as n_counted_gaps,
+    (p.sum_posdiff::numeric(40, 20) / nullif(p.n_counted_gaps, 0))::double precision as mean_gap,
     c.datasets_mean_gap::double precision as datasets_mean_gap,
     p.first_written_at,
     p.last_written_at,

@@ -13,7 +13,7 @@ counted as (
         dataset,
         volume,
         count(*) as files,
-        count(*) filter (where gap_class = 'read_through') as n_read_through,
+        count(*) filter (where gap_class = 'counted') as n_counted_gaps,
         count(*) filter (where gap_class = 'locate') as n_locates
     from file_gaps
     group by dataset, volume
@@ -30,7 +30,7 @@ final as (
         on counted.dataset = dataset_tape_gaps.dataset
         and counted.volume = dataset_tape_gaps.volume
     where counted.files is distinct from dataset_tape_gaps.files
-        or counted.n_read_through is distinct from dataset_tape_gaps.n_read_through
+        or counted.n_counted_gaps is distinct from dataset_tape_gaps.n_counted_gaps
         or counted.n_locates is distinct from dataset_tape_gaps.n_locates
 )
 

@@ -2,7 +2,7 @@
     - a member of a small-file aggregate (offset or aggregate id set, or sharing the position of
       the previous file) is left out of the gap statistics, every member of the aggregate;
     - the first file of a dataset on a tape has no gap;
-    - posdiff 1..99 is read through; posdiff >= 100 is a locate, reported apart. -#}
+    - posdiff 1..99 is a counted gap; posdiff >= 100 is a locate, reported apart. -#}
 {% macro locate_min_posdiff() %}100{% endmacro %}
 
 {% macro gap_class(posdiff, offset_bytes, aggregate_id) -%}
@@ -11,7 +11,7 @@
             then 'aggregate_member'
         when {{ posdiff }} is null then 'first'
         when {{ posdiff }} = 0 then 'aggregate_member'
-        when {{ posdiff }} < {{ locate_min_posdiff() }} then 'read_through'
+        when {{ posdiff }} < {{ locate_min_posdiff() }} then 'counted'
         else 'locate'
     end
 {%- endmacro %}
@@ -23,7 +23,7 @@
     ({{ expr }})::numeric(40, 20)
 {%- endmacro %}
 
-{#- Mean and sample standard deviation of read-through posdiffs pooled from per-volume sums
+{#- Mean and sample standard deviation of posdiffs of the counted gaps pooled from per-volume sums
     (n, sum, sum of squares are exact integers): var = (n * ss - s^2) / (n * (n - 1)). -#}
 {% macro pooled_mean(n, s) -%}
     ({{ precise(s) }} / nullif({{ n }}, 0))::double precision

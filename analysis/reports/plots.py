@@ -23,7 +23,7 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
     elif report == "gaps" and by in ("type", "period"):
         # One x axis for every type, in time order: write months as dates (months without
         # data keep their place), the cutover split as two places, before then after. Periods
-        # with no read-through file have no mean and are left out.
+        # with no counted gap have no mean and are left out.
         periods = period_order(frame["period"].unique().to_list())
         months = by == "period" and all(_is_month(p) for p in periods)
         at: dict[str, Any] = {
@@ -46,7 +46,7 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
         if not months:
             ax.set_xticks(range(len(periods)), periods)
         ax.set_xlabel("write month" if by == "period" else "written before / after the cutover")
-        ax.set_ylabel("mean read-through gap (posdiff), ± standard error")
+        ax.set_ylabel("mean counted gap (posdiff 1-99), ± standard error")
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         ax.legend(fontsize=8)
         ax.tick_params(axis="x", rotation=60, labelsize=7)
@@ -62,7 +62,7 @@ def plot_report(report: str, by: str, frame: pl.DataFrame, path: Path) -> None:
             ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, not 10^0, 10^1
         else:
             ax.hist(means, bins=40)
-        ax.set_xlabel(f"mean read-through gap per {by} (posdiff)")
+        ax.set_xlabel(f"mean counted gap per {by} (posdiff 1-99)")
         ax.set_ylabel(f"{by}s")
     elif report == "duplicates" and by == "file":
         ax.hist(

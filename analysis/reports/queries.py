@@ -1,7 +1,7 @@
 """Gap, duplicate, tape, occupancy, rate and hint reports over the dbt marts.
 
 Each report is a query over tapelens_marts (built by `tapelens marts build`) returning a frame;
-figures that need the published conventions (mu, sigma, sem of read-through posdiff) come from
+figures that need the published conventions (mu, sigma, sem of counted-gap posdiff) come from
 the marts' sums, so a report never re-derives them differently.
 """
 
@@ -79,7 +79,7 @@ def gaps_query(by: str, f: ReportFilter) -> tuple[str, list]:
         )
     if by in ("type", "period"):
         where, params = _where(f, "written_at")
-        cond = "gap_class = 'read_through'"
+        cond = "gap_class = 'counted'"
         where = f"{where} and {cond}" if where else f" where {cond}"
         period = (
             "to_char(written_at at time zone 'UTC', 'YYYY-MM')" if by == "period" else "'selected'"
@@ -99,10 +99,10 @@ def gaps_query(by: str, f: ReportFilter) -> tuple[str, list]:
         f"select {key}, count(*)::bigint as {'tapes' if by == 'dataset' else 'datasets'},"
         f" sum(files)::bigint as files,"
         f" sum(wasted_drive_s)::float8 as wasted_drive_s,"
-        f" {_stats('n_read_through', 'sum_posdiff', 'sum_posdiff_sq')},"
+        f" {_stats('n_counted_gaps', 'sum_posdiff', 'sum_posdiff_sq')},"
         f" sum(n_locates)::bigint as locates,"
         f" (sum(size_bytes)::float8"
-        f"  / nullif(sum(size_bytes + read_through_bytes), 0)) as rate_factor"
+        f"  / nullif(sum(size_bytes + counted_gap_bytes), 0)) as rate_factor"
         f" from {M}.fct_dataset_tape_waste{where} group by {key}"
         f" order by wasted_drive_s desc nulls last, mu desc nulls last, {key}",
         params,
@@ -294,7 +294,7 @@ def hints_query(by: str, f: ReportFilter) -> tuple[str, list]:
     return (
         f"select level, count(*)::bigint as groups, sum(files)::bigint as files,"
         f" sum(tapes_used)::bigint as tapes_used, sum(tapes_needed)::bigint as tapes_needed,"
-        f" (sum(mean_gap * n_read_through) / nullif(sum(n_read_through), 0))::float8"
+        f" (sum(mean_gap * n_counted_gaps) / nullif(sum(n_counted_gaps), 0))::float8"
         f" as mean_gap,"
         f" (sum(span_positions - held_positions)::float8 / nullif(sum(span_positions), 0))"
         f" as interleaved_share, sum(n_locates)::bigint as locates,"
@@ -315,7 +315,7 @@ QUERIES = {
 
 
 # The count each grouping's figures rest on: --min-files leaves out the groups with fewer, so that
-# a dataset of one gap cannot top a ranking. A gap ranking rests on its read-through gap samples
+# a dataset of one gap cannot top a ranking. A gap ranking rests on its counted gap samples
 # (n), not on its files: the first file on each tape and aggregate members give no gap.
 COUNT_COLUMN: dict[tuple[str, str], str] = {
     ("gaps", "type"): "n",

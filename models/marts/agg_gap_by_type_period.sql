@@ -1,7 +1,7 @@
 -- Gap statistics per dataset type and write period, the shape of the published table: by
 -- month of writing (period_kind 'month', period '2021-03', UTC) and before/after the cutover
 -- date var('cutover_date') (period_kind 'cutover', period 'before' | 'after'). mu, n and sigma
--- are over read-through files (posdiff 1..99); sigma is the sample standard deviation and
+-- are over files with a counted gap (posdiff 1..99); sigma is the sample standard deviation and
 -- sem = sigma / sqrt(n). A period holding only first files, locates or aggregate members has
 -- n = 0 and null mu. One pass over the copies makes exact sums per type, month and side of
 -- the cutover; both period kinds are rolled up from them.
@@ -15,9 +15,9 @@ summed as (
         to_char(written_at at time zone 'UTC', 'YYYY-MM') as month,
         written_at >= {{ utc_midnight(var('cutover_date')) }} as is_after,
         count(*) as files,
-        count(*) filter (where gap_class = 'read_through') as n,
-        coalesce(sum(posdiff) filter (where gap_class = 'read_through'), 0) as s,
-        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'read_through'), 0) as ss,
+        count(*) filter (where gap_class = 'counted') as n,
+        coalesce(sum(posdiff) filter (where gap_class = 'counted'), 0) as s,
+        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'counted'), 0) as ss,
         count(*) filter (where gap_class = 'locate') as n_locates,
         count(*) filter (where gap_class = 'aggregate_member') as n_aggregate_members
     from file_gaps

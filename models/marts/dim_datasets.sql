@@ -65,7 +65,7 @@ per_dataset as (
         sum(files)::bigint as copies,
         sum(size_bytes)::bigint as copy_bytes,
         count(*) as tapes_used,
-        sum(n_read_through)::bigint as n_read_through,
+        sum(n_counted_gaps)::bigint as n_counted_gaps,
         sum(sum_posdiff) as sum_posdiff,
         sum(sum_posdiff_sq) as sum_posdiff_sq,
         sum(n_locates)::bigint as n_locates,
@@ -123,10 +123,10 @@ final as (
         capacities.capacity_bytes,
         ceil(per_dataset_volumes.size_bytes::numeric / nullif(capacities.capacity_bytes, 0))::bigint
             as tapes_needed,
-        per_dataset.n_read_through,
-        {{ pooled_mean('per_dataset.n_read_through', 'per_dataset.sum_posdiff') }} as mean_gap,
+        per_dataset.n_counted_gaps,
+        {{ pooled_mean('per_dataset.n_counted_gaps', 'per_dataset.sum_posdiff') }} as mean_gap,
         {{ pooled_sigma(
-            'per_dataset.n_read_through', 'per_dataset.sum_posdiff', 'per_dataset.sum_posdiff_sq'
+            'per_dataset.n_counted_gaps', 'per_dataset.sum_posdiff', 'per_dataset.sum_posdiff_sq'
         ) }} as sigma_gap,
         per_dataset.n_locates,
         per_dataset_volumes.small_files,

@@ -14,9 +14,9 @@
 }}
 
 -- Per dataset and volume: the gap statistics of the published analysis. mean and sigma are
--- over read-through files only (posdiff 1..99); sigma is the sample standard deviation
+-- over files with a counted gap only (posdiff 1..99); sigma is the sample standard deviation
 -- (n - 1 in the denominator; null for n < 2). rate_factor is the size-weighted expected rate
--- factor sum(size) / sum(size + read-through bytes skipped before each file): 1 when the
+-- factor sum(size) / sum(size + counted-gap bytes skipped before each file): 1 when the
 -- dataset streams, 1/g for equal files at gap g. sum_posdiff and sum_posdiff_sq (exact) let
 -- other marts pool the statistics of several volumes without reading the copies again.
 with file_gaps as (
@@ -44,16 +44,16 @@ per_dataset_tape as (
         min(media_type) as media_type,
         count(*) as files,
         sum(size_bytes)::bigint as size_bytes,
-        count(*) filter (where gap_class = 'read_through') as n_read_through,
-        avg({{ precise("posdiff") }}) filter (where gap_class = 'read_through') as mean_posdiff,
-        stddev_samp({{ precise("posdiff") }}) filter (where gap_class = 'read_through') as sigma_posdiff,
-        coalesce(sum(posdiff) filter (where gap_class = 'read_through'), 0) as sum_posdiff,
-        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'read_through'), 0)
+        count(*) filter (where gap_class = 'counted') as n_counted_gaps,
+        avg({{ precise("posdiff") }}) filter (where gap_class = 'counted') as mean_posdiff,
+        stddev_samp({{ precise("posdiff") }}) filter (where gap_class = 'counted') as sigma_posdiff,
+        coalesce(sum(posdiff) filter (where gap_class = 'counted'), 0) as sum_posdiff,
+        coalesce(sum(posdiff * posdiff) filter (where gap_class = 'counted'), 0)
             as sum_posdiff_sq,
         count(*) filter (where gap_class = 'locate') as n_locates,
         count(*) filter (where gap_class = 'aggregate_member') as n_aggregate_members,
         count(*) filter (where gap_class = 'first') as n_first,
-        sum(read_through_bytes)::bigint as read_through_bytes,
+        sum(counted_gap_bytes)::bigint as counted_gap_bytes,
         min(position) as first_position,
         max(position) as last_position,
         min(written_at) as first_written_at,
@@ -71,7 +71,7 @@ final as (
         per_dataset_tape.media_type,
         per_dataset_tape.files,
         per_dataset_tape.size_bytes,
-        per_dataset_tape.n_read_through,
+        per_dataset_tape.n_counted_gaps,
         per_dataset_tape.mean_posdiff::double precision as mean_posdiff,
         per_dataset_tape.sigma_posdiff::double precision as sigma_posdiff,
         per_dataset_tape.sum_posdiff::numeric as sum_posdiff,
@@ -79,10 +79,10 @@ final as (
         per_dataset_tape.n_locates,
         per_dataset_tape.n_aggregate_members,
         per_dataset_tape.n_first,
-        per_dataset_tape.read_through_bytes,
+        per_dataset_tape.counted_gap_bytes,
         (
             per_dataset_tape.size_bytes::numeric
-            / nullif(per_dataset_tape.size_bytes + per_dataset_tape.read_through_bytes, 0)
+            / nullif(per_dataset_tape.size_bytes + per_dataset_tape.counted_gap_bytes, 0)
         )::double precision as rate_factor,
         per_dataset_tape.first_position,
         per_dataset_tape.last_position,

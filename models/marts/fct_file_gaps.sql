@@ -100,7 +100,7 @@ final as (
         case
             when posdiff between 1 and {{ locate_min_posdiff() }} - 1 then gap_bytes
             else 0
-        end as read_through_bytes,
+        end as counted_gap_bytes,
         {{ gap_class('posdiff', 'offset_bytes', 'aggregate_id') }} as gap_class,
         {{ new_watermark() }} as watermark_run_id
     from gaps

@@ -92,9 +92,9 @@ gaps as (
     select
         level,
         hint_group,
-        count(*) filter (where gap_class = 'read_through') as n_read_through,
-        sum(posdiff) filter (where gap_class = 'read_through') as sum_posdiff,
-        sum(posdiff * posdiff) filter (where gap_class = 'read_through') as sum_posdiff_sq,
+        count(*) filter (where gap_class = 'counted') as n_counted_gaps,
+        sum(posdiff) filter (where gap_class = 'counted') as sum_posdiff,
+        sum(posdiff * posdiff) filter (where gap_class = 'counted') as sum_posdiff_sq,
         count(*) filter (where gap_class = 'locate') as n_locates
     from classified
     group by level, hint_group
@@ -181,9 +181,9 @@ final as (
         capacities.capacity_bytes,
         ceil(per_group.bytes_on_tape::numeric / nullif(capacities.capacity_bytes, 0))::bigint
             as tapes_needed,
-        coalesce(gaps.n_read_through, 0) as n_read_through,
-        {{ pooled_mean('gaps.n_read_through', 'gaps.sum_posdiff') }} as mean_gap,
-        {{ pooled_sigma('gaps.n_read_through', 'gaps.sum_posdiff', 'gaps.sum_posdiff_sq') }}
+        coalesce(gaps.n_counted_gaps, 0) as n_counted_gaps,
+        {{ pooled_mean('gaps.n_counted_gaps', 'gaps.sum_posdiff') }} as mean_gap,
+        {{ pooled_sigma('gaps.n_counted_gaps', 'gaps.sum_posdiff', 'gaps.sum_posdiff_sq') }}
             as sigma_gap,
         coalesce(gaps.n_locates, 0) as n_locates,
         span_totals.span_positions,

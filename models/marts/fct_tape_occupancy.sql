@@ -51,7 +51,7 @@ per_volume as (
         sum(files)::bigint as files,
         sum(size_bytes)::bigint as live_bytes,
         count(*) as n_datasets,
-        sum(n_read_through)::bigint as n_read_through,
+        sum(n_counted_gaps)::bigint as n_counted_gaps,
         sum(sum_posdiff) as sum_posdiff,
         min(first_written_at) as first_written_at,
         max(last_written_at) as last_written_at
@@ -98,8 +98,8 @@ final as (
         coalesce(per_volume_copies.small_files, 0) as small_files,
         per_volume_copies.small_files::double precision / nullif(per_volume.files, 0)
             as small_file_share,
-        coalesce(per_volume.n_read_through, 0) as n_read_through,
-        {{ pooled_mean('per_volume.n_read_through', 'per_volume.sum_posdiff') }} as mean_gap,
+        coalesce(per_volume.n_counted_gaps, 0) as n_counted_gaps,
+        {{ pooled_mean('per_volume.n_counted_gaps', 'per_volume.sum_posdiff') }} as mean_gap,
         per_volume_copies.datasets_mean_gap::double precision as datasets_mean_gap,
         per_volume.first_written_at,
         per_volume.last_written_at,

@@ -4,7 +4,7 @@
 -- mount of the volume). Reads of a volume that fall in no recorded mount form sessions of
 -- consecutive reads, each starting within var('read_session_gap_s') seconds of the previous
 -- one. Within a session, in start order, read_posdiff = position - the previous read's
--- position; read_gap_class is first | same_object (0) | read_through (1..99) |
+-- position; read_gap_class is first | same_object (0) | counted (1..99) |
 -- locate (>= 100) | backward (< 0). rate_mb_s = size_bytes / 1e6 / duration_s.
 with reads as (
     select * from {{ ref('int_transfers__located') }}
@@ -175,7 +175,7 @@ final as (
             when sequenced.position = sequenced.prev_position then 'same_object'
             when sequenced.position < sequenced.prev_position then 'backward'
             when sequenced.position - sequenced.prev_position < {{ locate_min_posdiff() }}
-                then 'read_through'
+                then 'counted'
             else 'locate'
         end as read_gap_class,
         sequenced.requester

@@ -43,7 +43,7 @@ EXAMPLES = {
     "hints": "tapelens report hints --by level",
 }
 HELP = {
-    "gaps": "Mean read-through positional gap (mu, n, sigma, sem) by dataset type and period.",
+    "gaps": "Mean counted positional gap (mu, n, sigma, sem) by dataset type and period.",
     "duplicates": "Files with more than one live copy, their volumes and the mounts they cost.",
     "tapes": "Tapes per dataset: used, needed at capacity, main tapes, mean gap.",
     "occupancy": "Tape occupancy: live and duplicate bytes against capacity.",

@@ -103,7 +103,7 @@ def test_wasted_drive_hours_by_hand(marts: str) -> None:
         )
         by_hand = dict(
             conn.execute(
-                f"""select g.dataset, sum(g.read_through_bytes / (m.native_rate_mb_s * 1e6)
+                f"""select g.dataset, sum(g.counted_gap_bytes / (m.native_rate_mb_s * 1e6)
                            + g.n_locates * m.locate_avg_s) / 3600.0
                     from {MARTS}.fct_dataset_tape_gaps g
                     join tapelens.media_types m using (media_type)

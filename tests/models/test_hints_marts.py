@@ -183,11 +183,11 @@ def test_a_group_shows_its_tapes_gaps_and_interleaving_against_what_was_announce
     found = rows(
         site,
         "select files, size_bytes, announced_files, announced_bytes, files_on_tape,"
-        " tapes_used, tapes_needed, n_read_through, mean_gap, sigma_gap, n_locates,"
+        " tapes_used, tapes_needed, n_counted_gaps, mean_gap, sigma_gap, n_locates,"
         " span_positions, held_positions, interleaved_share"
         f" from tapelens_marts.fct_hint_groups where level = 3 and level_3 = '{PARKING[3]}'",
     )
-    # f1-f6 (f6 not on tape); on T1 at 1, 2, 4, 150: gaps 1 and 2 read through, 146 a locate;
+    # f1-f6 (f6 not on tape); on T1 at 1, 2, 4, 150: gaps 1 and 2 counted, 146 a locate;
     # on T2 f5 alone. Spans: 150 positions on T1 of which 4 the group's, 1 of 1 on T2.
     assert found == [
         {
@@ -198,7 +198,7 @@ def test_a_group_shows_its_tapes_gaps_and_interleaving_against_what_was_announce
             "files_on_tape": 5,
             "tapes_used": 2,
             "tapes_needed": 1,
-            "n_read_through": 2,
+            "n_counted_gaps": 2,
             "mean_gap": 1.5,
             "sigma_gap": pytest.approx(math.sqrt(0.5)),
             "n_locates": 1,
@@ -212,7 +212,7 @@ def test_a_group_shows_its_tapes_gaps_and_interleaving_against_what_was_announce
 def test_groups_nest_from_broad_to_narrow(site: str) -> None:
     found = rows(
         site,
-        "select level, hint_group, files, tapes_used, n_read_through, mean_gap,"
+        "select level, hint_group, files, tapes_used, n_counted_gaps, mean_gap,"
         " interleaved_share from tapelens_marts.fct_hint_groups"
         " where level_0 = 'hiraw' order by level",
     )
@@ -224,7 +224,7 @@ def test_groups_nest_from_broad_to_narrow(site: str) -> None:
             "hint_group": groups[n],
             "files": 3,
             "tapes_used": 2,
-            "n_read_through": 1,
+            "n_counted_gaps": 1,
             "mean_gap": 1.0,
             "interleaved_share": 0.0,
         }

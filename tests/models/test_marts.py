@@ -49,7 +49,7 @@ def built(models_dsn: str, dbt_home: Path) -> BuildSummary:
 def gaps(dsn: str, dataset: str, volume: str) -> list[tuple[object, ...]]:
     found = rows(
         dsn,
-        f"""select position, offset_bytes, posdiff, gap_bytes, read_through_bytes, gap_class
+        f"""select position, offset_bytes, posdiff, gap_bytes, counted_gap_bytes, gap_class
             from tapelens_marts.fct_file_gaps
             where dataset = '{dataset}' and volume = '{volume}' order by file_rank""",
     )
@@ -77,20 +77,20 @@ def test_build_runs_models_and_tests(built: BuildSummary, models_dsn: str) -> No
 def test_gap_conventions_on_a_tape(built: BuildSummary, models_dsn: str) -> None:
     assert gaps(models_dsn, sample.A, "V1") == [
         (1, None, None, None, 0, "first"),
-        (2, None, 1, 0, 0, "read_through"),
-        (4, None, 2, 1000, 1000, "read_through"),  # over B1
+        (2, None, 1, 0, 0, "counted"),
+        (4, None, 2, 1000, 1000, "counted"),  # over B1
         (5, 50, 1, 0, 0, "aggregate_member"),
         (5, 110, 0, 0, 0, "aggregate_member"),
-        (7, None, 2, 500, 500, "read_through"),  # over B3, after the aggregate
+        (7, None, 2, 500, 500, "counted"),  # over B3, after the aggregate
         (107, None, 100, 1000 + 2 * sample.GB, 0, "locate"),  # over B1's copy and C1
-        (206, None, 99, 0, 0, "read_through"),
+        (206, None, 99, 0, 0, "counted"),
     ]
     # B: the aggregate (50 + 60 + 70 bytes) is one object; its first member carries the gap
     assert gaps(models_dsn, sample.B, "V1") == [
         (3, None, None, None, 0, "first"),
         (5, 0, 2, 300, 300, "aggregate_member"),
-        (6, None, 1, 0, 0, "read_through"),
-        (8, None, 2, 400, 400, "read_through"),  # B1's second copy, over A6
+        (6, None, 1, 0, 0, "counted"),
+        (8, None, 2, 400, 400, "counted"),  # B1's second copy, over A6
     ]
 
 
@@ -120,7 +120,7 @@ def test_dataset_tape_statistics(built: BuildSummary, models_dsn: str) -> None:
         (sample.C, "V5"),
     }
     a = found[(sample.A, "V1")]
-    assert (a["files"], a["n_read_through"], a["n_locates"], a["n_aggregate_members"]) == (
+    assert (a["files"], a["n_counted_gaps"], a["n_locates"], a["n_aggregate_members"]) == (
         8,
         4,
         1,
@@ -130,10 +130,10 @@ def test_dataset_tape_statistics(built: BuildSummary, models_dsn: str) -> None:
     assert a["sigma_posdiff"] == pytest.approx(statistics.stdev([1, 2, 2, 99]), abs=1e-12)
     assert a["rate_factor"] == pytest.approx(2230 / (2230 + 1500), abs=1e-12)
     b = found[(sample.B, "V1")]
-    assert (b["n_read_through"], b["mean_posdiff"]) == (2, 1.5)
+    assert (b["n_counted_gaps"], b["mean_posdiff"]) == (2, 1.5)
     assert b["sigma_posdiff"] == pytest.approx(statistics.stdev([1, 2]), abs=1e-12)
     lone = found[(sample.A, "V2")]
-    assert (lone["files"], lone["n_first"], lone["n_read_through"]) == (1, 1, 0)
+    assert (lone["files"], lone["n_first"], lone["n_counted_gaps"]) == (1, 1, 0)
     assert lone["mean_posdiff"] is None and lone["sigma_posdiff"] is None
     assert lone["rate_factor"] == 1.0
 
@@ -221,10 +221,10 @@ def test_transfer_rates(built: BuildSummary, models_dsn: str) -> None:
     )
     assert [tuple(r.values())[:8] for r in found] == [
         ("V1", "transfer", 1, 100, "mount", 1, None, "first"),
-        ("V1", "transfer", 2, 200, "mount", 2, 1, "read_through"),
-        ("V1", "transfer", 4, 300, "mount", 3, 2, "read_through"),
+        ("V1", "transfer", 2, 200, "mount", 2, 1, "counted"),
+        ("V1", "transfer", 4, 300, "mount", 3, 2, "counted"),
         # billing read: volume, position and size from the catalog
-        ("V1", "catalog", 7, 400, "mount", 4, 3, "read_through"),
+        ("V1", "catalog", 7, 400, "mount", 4, 3, "counted"),
         ("V1", "transfer", 206, 600, "mount", 1, None, "first"),  # the second mount
         ("V2", "transfer", 1, 200, "window", 1, None, "first"),  # no mount record
     ]

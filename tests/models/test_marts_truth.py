@@ -134,7 +134,7 @@ def test_dataset_tape_gaps_equal_truth(site: BuiltSite) -> None:
     got = read_frame(
         site.dsn,
         f"select dataset, volume, dataset_type, experiment, files as n_copies,"
-        f" n_aggregate_members as n_aggregated, n_read_through as n, mean_posdiff as mean,"
+        f" n_aggregate_members as n_aggregated, n_counted_gaps as n, mean_posdiff as mean,"
         f" sigma_posdiff as sigma, n_locates from {M}.fct_dataset_tape_gaps",
     )
     want = pl.read_parquet(site.truth / "dataset_tape_gaps.parquet")

@@ -142,10 +142,10 @@ def test_gaps_by_dataset_rank_by_wasted_drive_time_as_the_dashboards_do(marts: s
         )
     for row in rows:
         assert float(row["wasted_drive_s"]) == pytest.approx(expected[row["dataset"]])
-    # Checked by hand for one dataset: read-through bytes at the native rate, a locate each.
+    # Checked by hand for one dataset: counted-gap bytes at the native rate, a locate each.
     with psycopg.connect(marts) as conn:
         (by_hand,) = conn.execute(
-            "select sum(g.read_through_bytes / (m.native_rate_mb_s * 1e6)"
+            "select sum(g.counted_gap_bytes / (m.native_rate_mb_s * 1e6)"
             " + g.n_locates * m.locate_avg_s)"
             " from tapelens_marts.fct_dataset_tape_gaps g"
             " join tapelens.media_types m using (media_type) where g.dataset = %s",

@@ -1,4 +1,4 @@
-"""A tape object's byte address has one definition (models/macros/tape_objects.sql): the mart
+"""A tape object's byte address has one definition (macros/tape_objects.sql): the mart
 plan_tape_objects builds it, the planner's catalog read renders the same macro for volumes the
 marts do not cover, and the geometry's start_bytes_from_sizes is held equal to it here on the
 real database."""
