@@ -183,7 +183,9 @@ def end_to_end(files: int, seed: int, dsn: str) -> list[str]:
     shown += ("tapes_per_dataset", "mean_gap", "write_mounts", "partly_filled_tapes")
     with pl.Config(tbl_cols=20, tbl_width_chars=160, tbl_rows=40, float_precision=2):
         lines.append(str(table.select(*shown, "advised")))
-    for row in table.filter(pl.col("advised")).iter_rows(named=True):
+    for row in table.filter(pl.col("advised") & pl.col("level").is_not_null()).iter_rows(
+        named=True
+    ):
         was = table.filter((pl.col("pool") == row["pool"]) & (pl.col("placement") == RECORDED)).row(
             0, named=True
         )
@@ -192,7 +194,10 @@ def end_to_end(files: int, seed: int, dsn: str) -> list[str]:
             f" {row['recall_mounts']}, drive hours {was['recall_hours']:.1f} ->"
             f" {row['recall_hours']:.1f}"
         )
-    largest = table.filter(pl.col("advised")).sort("files", descending=True).row(0, named=True)
+    changed = table.filter(pl.col("advised") & pl.col("level").is_not_null())
+    for row in table.filter(pl.col("advised") & pl.col("level").is_null()).iter_rows(named=True):
+        lines.append(f"{row['pool']}: keep the recorded placement")
+    largest = changed.sort("files", descending=True).row(0, named=True)
     placement = advice.placement.filter(pl.col("pool") == largest["pool"])
     world = replay_campaigns(placement, campaigns, drives, np.random.default_rng(seed))
     hours = float(world["drive_hours"].sum())
@@ -212,8 +217,9 @@ def main() -> None:
     parser.add_argument("--dsn")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    for line in replay_at_scale(args.replay_files, args.seed):
-        print(line, flush=True)
+    if args.replay_files:
+        for line in replay_at_scale(args.replay_files, args.seed):
+            print(line, flush=True)
     if args.files:
         with bench_server(args.dsn) as server, fresh_database(server) as dsn:
             for line in end_to_end(args.files, args.seed, dsn):

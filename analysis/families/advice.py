@@ -7,7 +7,8 @@ every placement, the recorded one too, is priced the same way: gaps and tapes pe
 history recalled from it by the recall engine (analysis/recall/engine.py predict_recall: every
 tape mounted once, every move by the one price of a move). Per pool the advised level is the
 one with the fewest recall hours over the history's campaigns; on a tie (within TIE_SHARE) the
-one that leaves fewer tapes partly filled, then the broader. Pure: frames in, frames out.
+one that leaves fewer tapes partly filled, then the broader; and when no level beats the
+recorded placement, the advice is to keep writing as now. Pure: frames in, frames out.
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ def advise(
             placed, campaigns, recall, pools, f"level {level}", level, dict(open_map), cost.frame
         )
     table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
-    advised = table.filter(pl.col("advised")).select("pool", "level")
+    advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
+        "pool", "level"
+    )
     parts = [
         placed_by_level[int(level)].filter(pl.col("pool") == pool)
         for pool, level in advised.iter_rows()
@@ -235,17 +238,22 @@ def _recalls(
 
 
 def _choose(table: pl.DataFrame) -> pl.DataFrame:
-    """Mark each pool's advised level: fewest recall hours, ties to fewer partly filled tapes,
-    then to the broader level."""
-    advised: set[tuple[str, int]] = set()
+    """Mark each pool's advice: the level with the fewest recall hours, ties to fewer partly
+    filled tapes, then to the broader level; the recorded placement itself (keep writing as
+    now) when no level recalls the history in fewer hours than it."""
+    advised: set[tuple[str, int | None]] = set()
     levels = table.filter(pl.col("level").is_not_null())
     for (pool,), rows in levels.group_by(["pool"], maintain_order=True):
         best = float(rows["recall_hours"].min())  # type: ignore[arg-type]
         close = rows.filter(pl.col("recall_hours") <= best * (1 + TIE_SHARE) + 1e-9)
         pick = close.sort("partly_filled_tapes", "level").row(0, named=True)
-        advised.add((str(pool), int(pick["level"])))
+        now = table.filter((pl.col("pool") == pool) & (pl.col("placement") == RECORDED))
+        if now.height and best >= float(now["recall_hours"][0]):
+            advised.add((str(pool), None))
+        else:
+            advised.add((str(pool), int(pick["level"])))
     marks = [
-        (p, lv) in advised if lv is not None else False
+        (p, lv) in advised
         for p, lv in zip(table["pool"].to_list(), table["level"].to_list(), strict=True)
     ]
     return table.with_columns(pl.Series("advised", marks, dtype=pl.Boolean))

@@ -182,6 +182,12 @@ def summary(table: pl.DataFrame) -> list[str]:
         if now.height == 0:
             continue
         was = now.row(0, named=True)
+        if row["level"] is None:
+            lines.append(
+                f"{row['pool']}: keep the recorded placement (no hint level recalls the"
+                f" history in fewer than its {was['recall_hours']:.1f} drive hours)"
+            )
+            continue
         lines.append(
             f"{row['pool']}: collocate by hint level {row['level']} ({row['families']} families,"
             f" {row['open_families']} open): recall mounts {was['recall_mounts']} ->"
