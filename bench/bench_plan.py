@@ -248,8 +248,8 @@ def plan_from_database_cli(args: argparse.Namespace, dsn: str, workdir: Path) ->
 
     print(json.dumps({"catalog read, no marts": catalog_read()}))
     env = {"TAPELENS_DSN": dsn}
-    built = measure([TAPELENS, "marts", "build", "--select", "+fct_tape_layouts"], env=env)
-    print(json.dumps({"marts build --select +fct_tape_layouts": {"s": round(built.seconds, 1)}}))
+    built = measure([TAPELENS, "marts", "build", "--select", "+plan_tape_layouts"], env=env)
+    print(json.dumps({"marts build --select +plan_tape_layouts": {"s": round(built.seconds, 1)}}))
     print(json.dumps({"catalog read, addresses from the marts": catalog_read()}))
     catalog = synthetic_catalog(args.files, args.tapes, args.dups, args.seed)
     paths = catalog.filter(pl.col("copy_no") == 1).sort("dataset", "file_id")["path"]
