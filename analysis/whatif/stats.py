@@ -43,7 +43,8 @@ def seconds_of(frame: pl.DataFrame, name: str) -> pl.Expr:
 
 def file_gaps(copies: pl.DataFrame) -> pl.DataFrame:
     """Every copy with its posdiff (null for the first of its dataset on the volume) and
-    gap_class: first | read_through | locate | aggregate_member."""
+    gap_class: first | counted | locate | aggregate_member, as the marts class them (a counted
+    gap is a posdiff of 1 to 99; "read-through" names the throughput model's gap only)."""
     frame = copies
     for name in ("offset_bytes", "aggregate_id"):
         if name not in frame.columns:
@@ -61,7 +62,7 @@ def file_gaps(copies: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("posdiff").is_null())
         .then(pl.lit("first"))
         .when(pl.col("posdiff") < LOCATE_POSDIFF)
-        .then(pl.lit("read_through"))
+        .then(pl.lit("counted"))
         .otherwise(pl.lit("locate"))
     )
     return (
@@ -78,7 +79,7 @@ def _period(seconds: pl.Expr, split_at_s: float | None) -> pl.Expr:
 
 
 def _type_stats(gaps: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    read = pl.col("gap_class") == "read_through"
+    counted = pl.col("gap_class") == "counted"
     per_dataset = gaps.group_by(*keys, "dataset").agg(pl.col("volume").n_unique().alias("_tapes"))
     tapes = per_dataset.group_by(keys).agg(
         pl.len().alias("datasets"),
@@ -88,9 +89,9 @@ def _type_stats(gaps: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     stats = gaps.group_by(keys).agg(
         pl.len().alias("files"),
         pl.col("volume").n_unique().alias("tapes"),
-        read.sum().alias("n"),
-        pl.col("posdiff").filter(read).cast(pl.Float64).mean().alias("mean_gap"),
-        pl.col("posdiff").filter(read).cast(pl.Float64).std(ddof=1).alias("sigma"),
+        counted.sum().alias("n"),
+        pl.col("posdiff").filter(counted).cast(pl.Float64).mean().alias("mean_gap"),
+        pl.col("posdiff").filter(counted).cast(pl.Float64).std(ddof=1).alias("sigma"),
         (pl.col("gap_class") == "locate").sum().alias("locates"),
         (pl.col("gap_class") == "aggregate_member").sum().alias("aggregate_members"),
     )

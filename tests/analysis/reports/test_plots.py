@@ -26,7 +26,7 @@ def gaps(periods: list[str], mus: list[float | None]) -> pl.DataFrame:
     )
 
 
-def test_a_period_without_read_through_files_is_left_out_of_the_chart(tmp_path: Path) -> None:
+def test_a_period_without_counted_gaps_is_left_out_of_the_chart(tmp_path: Path) -> None:
     # A month whose files are all firsts or aggregate members has n = 0 and no mean.
     frame = gaps(["2021-03", "2021-01", "2021-08", "2021-02"], [1.5, None, 2.0, 1.0])
     path = tmp_path / "period.png"
