@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from tapelens.db import unavailable
-from tapelens.errors import DatabaseError
+from tapelens.errors import DatabaseError, InputError
 from tapelens.handoff import DONE, Handoff
 
 UTC = pl.Datetime("us", "UTC")
@@ -140,3 +140,18 @@ def one_line(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     # The driver prefixes its own codes; keep the server's words.
     return text.split("ERROR: ", 1)[-1]
+
+
+def sorted_and_cut(
+    frame: pl.DataFrame, sort: str | None, descending: bool, limit: int | None
+) -> pl.DataFrame:
+    """The rows sorted by `sort` (nulls last, ties in their order), then the first `limit`.
+
+    An unknown column is an InputError naming the columns there are."""
+    if sort is not None:
+        if sort not in frame.columns:
+            raise InputError(
+                f"--sort {sort}: no such column (expected one of {', '.join(frame.columns)})"
+            )
+        frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
+    return frame.head(limit) if limit is not None else frame

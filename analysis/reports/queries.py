@@ -14,6 +14,7 @@ import polars as pl
 
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
+from tapelens.frames import sorted_and_cut
 
 REPORTS = ("gaps", "duplicates", "tapes", "occupancy", "rates", "hints")
 GROUPINGS = {
@@ -367,13 +368,7 @@ def arrange(
     if min_files is not None:
         column = COUNT_COLUMN[(report, by)]
         frame = frame.filter(pl.col(column) >= min_files)
-    if sort is not None:
-        if sort not in frame.columns:
-            raise InputError(
-                f"--sort {sort}: no such column (expected one of {', '.join(frame.columns)})"
-            )
-        frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
-    return frame.head(limit) if limit is not None else frame
+    return sorted_and_cut(frame, sort, descending, limit)
 
 
 def report_query(report: str, by: str | None, f: ReportFilter) -> tuple[str, list]:

@@ -16,6 +16,7 @@ from psycopg import sql
 from tapelens.analysis.recall.schedule.read_order import ORDERS
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
+from tapelens.frames import sorted_and_cut
 from tapelens.ingest.migrations import migrate
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
@@ -260,13 +261,7 @@ def sort_and_limit(
     """The rows sorted by `sort` (an unknown column is an error naming the columns), then cut."""
     if descending and sort is None:
         raise click.UsageError("--desc needs --sort COLUMN")
-    if sort is not None:
-        if sort not in frame.columns:
-            raise InputError(
-                f"--sort {sort}: no such column (expected one of {', '.join(frame.columns)})"
-            )
-        frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
-    return frame.head(limit) if limit is not None else frame
+    return sorted_and_cut(frame, sort, descending, limit)
 
 
 def order_option(fn: F) -> F:
