@@ -31,6 +31,7 @@ import polars as pl
 from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.locate import fit_locate_scale, fit_locate_terms
 from tapelens.analysis.throughput.model import ModelParams, file_times
+from tapelens.analysis.throughput.moves import TERM_FACTORS
 from tapelens.media import BY_NAME
 from tapelens.world.physics import (
     PhysicsParams,
@@ -176,17 +177,7 @@ def main() -> None:
         world = default_physics(BY_NAME[media])
         say(f"{media}: calibrating")
         params = calibrated(media, world, rng)
-        factors = " ".join(
-            f"{getattr(params, f):.2f}"
-            for f in (
-                "locate_base_factor",
-                "locate_travel_factor",
-                "wrap_change_factor",
-                "band_change_factor",
-                "direction_change_factor",
-                "step_back_factor",
-            )
-        )
+        factors = " ".join(f"{getattr(params, f):.2f}" for f in TERM_FACTORS)
         for kind in ("scattered", "contiguous", "aggregate"):
             tape = tape_of(media, aggregates=kind == "aggregate")
             wanted = request(tape, kind, rng)
