@@ -93,6 +93,14 @@ def _rates(done: int, total: int | None, rows: int, elapsed_s: float) -> str:
     return f"{text}, {left}" if left else text
 
 
+def _mapping_file(path: str) -> Any:
+    """The YAML document a --mapping file holds; invalid YAML is a ConfigError naming it."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError("--mapping", path, f"not valid YAML ({exc})") from None
+
+
 def _report(result: IngestResult) -> None:
     if result.status == "unchanged":
         click.echo(f"{result.path}: unchanged (already loaded as run {result.run_id})", err=True)
@@ -289,12 +297,7 @@ def catalog(
         extra["archives"] = archives
     if listed_at:
         extra["listed_at"] = listed_at
-    mapping_doc = None
-    if mapping:
-        try:
-            mapping_doc = yaml.safe_load(Path(mapping).read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError("--mapping", mapping, f"not valid YAML ({exc})") from None
+    mapping_doc = _mapping_file(mapping) if mapping else None
     rules = DatasetRules(dataset_rule, type_rule, experiment_rule)
     _run(
         app,
@@ -427,10 +430,7 @@ def hints(
     """
     columns = None
     if mapping:
-        try:
-            doc = yaml.safe_load(Path(mapping).read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError("--mapping", mapping, f"not valid YAML ({exc})") from None
+        doc = _mapping_file(mapping)
         columns = doc.get("columns") if isinstance(doc, dict) else None
         if not isinstance(columns, dict):
             raise ConfigError("--mapping", mapping, "has no `columns:` mapping")
