@@ -74,11 +74,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         if isinstance(row, str):
             out.reject(no, text, row)
             return
-        if row[0] in seen:
-            out.reject(no, text, f"vid {quote(row[0])} already listed on line {seen[row[0]]}")
-            return
-        seen[row[0]] = no
-        out.keep(no, text, row)
+        out.keep_once(no, text, row, seen, "vid")
 
     def finish(lines: Lines) -> pl.DataFrame:
         return lines.frame(TAPES).drop("raw")

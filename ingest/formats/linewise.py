@@ -30,7 +30,7 @@ from tapelens.ingest.formats.blocks import (
     line_series,
     split_lines,
 )
-from tapelens.ingest.formats.fields import batches, check_strict
+from tapelens.ingest.formats.fields import batches, check_strict, quote
 
 
 class Lines:
@@ -48,6 +48,18 @@ class Lines:
         self.rows.append(values)
         self.line_nos.append(no)
         self.raws.append(raw)
+
+    def keep_once(
+        self, no: int, raw: str, values: tuple[Any, ...], seen: dict[str, int], what: str = "volume"
+    ) -> None:
+        """Keep an inventory row unless its volume (the first value) was listed before: then the
+        line is refused, naming the line that listed it. `seen` maps volumes to their lines."""
+        volume = values[0]
+        if volume in seen:
+            self.reject(no, raw, f"{what} {quote(volume)} already listed on line {seen[volume]}")
+            return
+        seen[volume] = no
+        self.keep(no, raw, values)
 
     def reject(self, no: int, raw: str, reason: str) -> None:
         self.rejects.append(Reject(no, raw, reason))

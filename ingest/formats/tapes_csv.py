@@ -64,12 +64,7 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
         if isinstance(row, str):
             out.reject(no, text, row)
             return
-        volume = row[0]
-        if volume in seen:
-            out.reject(no, text, f"volume {quote(volume)} already listed on line {seen[volume]}")
-            return
-        seen[volume] = no
-        out.keep(no, text, row)
+        out.keep_once(no, text, row, seen)
 
     def finish(lines: Lines) -> pl.DataFrame:
         return lines.frame(TAPES).drop("raw")

@@ -90,11 +90,8 @@ def parse(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
             out.skip()
         elif isinstance(row, str):
             out.reject(no, text, row)
-        elif row[0] in seen:
-            out.reject(no, text, f"volume {quote(row[0])} already listed on line {seen[row[0]]}")
         else:
-            seen[row[0]] = no
-            out.keep(no, text, row)
+            out.keep_once(no, text, row, seen)
 
     def close(out: Lines) -> None:
         nonlocal record
