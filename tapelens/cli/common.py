@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.recall.schedule.read_order import ORDERS
+from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.frames import sorted_and_cut
@@ -262,6 +263,52 @@ def sort_and_limit(
     if descending and sort is None:
         raise click.UsageError("--desc needs --sort COLUMN")
     return sorted_and_cut(frame, sort, descending, limit)
+
+
+def written_between_options(fn: F) -> F:
+    """--since/--until: the files written in a time window, as every command over the write
+    stream takes them."""
+    fn = click.option(
+        "--until", type=click.DateTime(TIME_FORMATS), help="Files written before (UTC)."
+    )(fn)
+    return click.option(
+        "--since", type=click.DateTime(TIME_FORMATS), help="Files written from (UTC)."
+    )(fn)
+
+
+def write_stream_options(fn: F) -> F:
+    """--sort-window, --batch-bytes and --write-drives: how the site migrates its disk cache to
+    tape, as every replay of the write stream takes them."""
+    fn = click.option(
+        "--write-drives",
+        type=click.IntRange(1),
+        default=DEFAULT_WRITE_DRIVES,
+        show_default=True,
+        help="Write drives, shared out over the pools (experiments) by their bytes.",
+    )(fn)
+    fn = click.option(
+        "--batch-bytes", metavar="SIZE", help="Also migrate when the cache holds SIZE."
+    )(fn)
+    return click.option(
+        "--sort-window",
+        default="24h",
+        show_default=True,
+        metavar="DURATION",
+        help="A migration once the oldest waiting file has waited this long: 30m, 24h, 7d.",
+    )(fn)
+
+
+def export_dir_option(fn: F) -> F:
+    """--export-dir DIR: where a plan's --export files go, in every command that exports."""
+    return click.option(
+        "--export-dir", type=click.Path(file_okay=False), help="Where --export writes."
+    )(fn)
+
+
+def need_export_dir(exports: object, export_dir: str | None) -> None:
+    """--export without --export-dir is a usage error, the same in every command."""
+    if exports and not export_dir:
+        raise click.UsageError("--export needs --export-dir DIR")
 
 
 def order_option(fn: F) -> F:

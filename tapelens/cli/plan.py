@@ -26,6 +26,8 @@ from tapelens.cli.common import (
     App,
     drives_option,
     drives_or_inventory,
+    export_dir_option,
+    need_export_dir,
     order_option,
     pass_app,
     say_left_out,
@@ -104,7 +106,7 @@ POLICY_HELP = (
     type=click.Choice(plan_export.EXPORT_FORMATS),
     help="Export format (repeatable).",
 )
-@click.option("--export-dir", type=click.Path(file_okay=False), help="Where exports go.")
+@export_dir_option
 @click.option("--save", "save_name", metavar="NAME", help="Store the plan in the database.")
 @pass_app
 def recall(
@@ -137,8 +139,7 @@ def recall(
         tapelens plan recall campaign.csv --drives LTO8:6,LTO7:4 -o plan.csv \\
             --summary plan.json --export dsmc --export-dir staging/
     """
-    if formats and not export_dir:
-        raise click.UsageError("--export needs --export-dir DIR")
+    need_export_dir(formats, export_dir)
     _csv_only(output, "the plan", "--export json --export-dir DIR")
     sharing = Sharing(
         policy=policy,

@@ -14,16 +14,18 @@ from tapelens.analysis.families.export import SYSTEMS, write_exports
 from tapelens.analysis.families.store import SiteAdviceOptions, advise_from_catalog
 from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.families import DEFAULT_MIN_FAMILY_BYTES
-from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES, WhatIfParams
+from tapelens.analysis.whatif.replay import WhatIfParams
 from tapelens.cli.common import (
-    INVENTORY_DRIVES,
-    TIME_FORMATS,
     App,
     drives_option,
     drives_or_inventory,
+    export_dir_option,
     limit_options,
+    need_export_dir,
     pass_app,
     sort_and_limit,
+    write_stream_options,
+    written_between_options,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
@@ -46,13 +48,7 @@ DECIDES = {
     multiple=True,
     help="A hint level to try; repeat for several (default: all four).",
 )
-@click.option(
-    "--write-drives",
-    type=click.IntRange(1),
-    default=DEFAULT_WRITE_DRIVES,
-    show_default=True,
-    help="Write drives, shared out over the pools (experiments) by their bytes.",
-)
+@write_stream_options
 @click.option(
     "--open-families",
     type=click.IntRange(1),
@@ -65,17 +61,8 @@ DECIDES = {
     help=f"A smaller hint group is written with its parent's (default: "
     f"{DEFAULT_MIN_FAMILY_BYTES // 10**9} GB).",
 )
-@click.option(
-    "--sort-window",
-    default="24h",
-    show_default=True,
-    metavar="DURATION",
-    help="A migration once the oldest waiting file has waited this long: 30m, 24h, 7d.",
-)
-@click.option("--batch-bytes", metavar="SIZE", help="Also migrate when the cache holds SIZE.")
-@click.option("--since", type=click.DateTime(TIME_FORMATS), help="Files written from (UTC).")
-@click.option("--until", type=click.DateTime(TIME_FORMATS), help="Files written before (UTC).")
-@drives_option(INVENTORY_DRIVES)
+@written_between_options
+@drives_option()
 @click.option(
     "--by",
     type=click.Choice(BY),
@@ -91,11 +78,7 @@ DECIDES = {
     help="Write the advised families for a tape system (repeatable): Spectrum Protect"
     " collocation groups, cta-admin commands, HPSS file families, a dCache HSM mapping.",
 )
-@click.option(
-    "--export-dir",
-    type=click.Path(file_okay=False),
-    help="Where --export writes, as plan recall's --export-dir.",
-)
+@export_dir_option
 @click.option(
     "--tsm-node",
     default="DCACHE",
@@ -143,8 +126,7 @@ def families(
         tapelens plan families --by family --level 3 --open-families 12 -o families.csv
         tapelens plan families --export cta --export tsm --export-dir families/
     """
-    if exports and not export_dir:
-        raise click.UsageError("--export needs --export-dir DIR")
+    need_export_dir(exports, export_dir)
     params = WhatIfParams(
         window_s=parse_duration(sort_window, "--sort-window"),
         batch_bytes=_bytes(batch_bytes, "--batch-bytes"),

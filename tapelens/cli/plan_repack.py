@@ -15,7 +15,9 @@ from tapelens.cli.common import (
     aliased,
     drives_option,
     drives_or_inventory,
+    export_dir_option,
     hidden_alias,
+    need_export_dir,
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
@@ -69,13 +71,10 @@ plan = BY_NAME["plan"]
     "--export",
     "export",
     type=click.Choice(["volumes"]),
-    help="Write the volumes of the top candidates, one a line (CTA: repack add --vidfile).",
+    help="Write the volumes of the top candidates, one a line, to repack.vids (CTA: repack"
+    " add --vidfile).",
 )
-@click.option(
-    "--export-dir",
-    type=click.Path(file_okay=False),
-    help="Where --export writes (repack.vids), as plan recall's --export-dir.",
-)
+@export_dir_option
 @click.option(
     "--export-file", hidden=True, type=click.Path(dir_okay=False), help="Former: the file itself."
 )
@@ -112,8 +111,7 @@ def repack(
         tapelens plan repack --limit 10 --drives LTO9:2,LTO8:4,LTO7:2 --recalls-per-year 2 \\
             --export volumes --export-dir repack/ --plot gain.png
     """
-    if export and not (export_dir or export_file):
-        raise click.UsageError("--export volumes needs --export-dir DIR")
+    need_export_dir(export, export_dir or export_file)
     if export_dir:
         Path(export_dir).mkdir(parents=True, exist_ok=True)
         export_file = str(Path(export_dir) / VOLUMES_FILE)

@@ -9,7 +9,7 @@ import click
 
 from tapelens.analysis.recall.schedule.drives import parse_drives
 from tapelens.analysis.sim.simulator import parse_duration
-from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES, POLICIES, WhatIfParams
+from tapelens.analysis.whatif.replay import POLICIES, WhatIfParams
 from tapelens.analysis.whatif.store import CatalogOptions, whatif_from_catalog
 from tapelens.cli.common import (
     TIME_FORMATS,
@@ -21,6 +21,8 @@ from tapelens.cli.common import (
     known_names,
     nothing_matches,
     pass_app,
+    write_stream_options,
+    written_between_options,
 )
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
@@ -61,29 +63,14 @@ def _bytes(text: str | None, what: str) -> int | None:
     multiple=True,
     help="Write policy to replay; repeat to compare several (default: all three).",
 )
-@click.option(
-    "--sort-window",
-    default="24h",
-    show_default=True,
-    metavar="DURATION",
-    help="A migration once the oldest waiting file has waited this long: 30m, 24h, 7d.",
-)
-@click.option("--batch-bytes", metavar="SIZE", help="Also migrate when the cache holds SIZE.")
-@click.option(
-    "--write-drives",
-    type=click.IntRange(1),
-    default=DEFAULT_WRITE_DRIVES,
-    show_default=True,
-    help="Write drives, shared out over the pools (experiments) by their bytes.",
-)
+@write_stream_options
 @click.option(
     "--switch-at",
     type=click.DateTime(TIME_FORMATS),
     help="Migrations before this day write FIFO, the policy from it on.",
 )
 @click.option("--split-at", type=click.DateTime(TIME_FORMATS), help="Report before/after.")
-@click.option("--since", type=click.DateTime(TIME_FORMATS), help="Files written from (UTC).")
-@click.option("--until", type=click.DateTime(TIME_FORMATS), help="Files written before (UTC).")
+@written_between_options
 @dataset_type_option
 @click.option(
     "--write-media",

@@ -182,3 +182,28 @@ def test_one_option_name_means_one_thing_everywhere() -> None:
 def test_every_ranking_sorts_and_limits(command: list[str]) -> None:
     found = dict(ALL)[" ".join(command)]
     assert {"--sort", "--desc", "--limit"} <= set(listed(found))
+
+
+# Options the CLI's shared decorators declare (tapelens/cli/common.py): every command that lists
+# one lists it with the same type, default and help, so that no command declares its own copy.
+SHARED = ("--sort-window", "--batch-bytes", "--write-drives", "--export-dir", "--sort", "--desc")
+
+
+@pytest.mark.parametrize("flag", SHARED)
+def test_a_shared_option_reads_the_same_in_every_command(flag: str) -> None:
+    shapes: dict[tuple[str, str, str], list[str]] = {}
+    for name, command in ALL:
+        option = listed(command).get(flag)
+        if option is not None:
+            shape = (repr(option.type.to_info_dict()), repr(option.default), option.help or "")
+            shapes.setdefault(shape, []).append(name)
+    assert len(shapes) == 1, shapes
+
+
+def test_plan_families_takes_the_write_stream_options_of_whatif_placement() -> None:
+    families = listed(dict(ALL)["plan families"])
+    placement = listed(dict(ALL)["whatif placement"])
+    for flag in ("--sort-window", "--batch-bytes", "--write-drives", "--since", "--until"):
+        assert flag in families and flag in placement, flag
+        assert families[flag].help == placement[flag].help, flag
+        assert families[flag].default == placement[flag].default, flag
