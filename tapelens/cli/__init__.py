@@ -15,7 +15,9 @@ import psycopg
 from tapelens import __version__
 from tapelens.cli import groups
 from tapelens.cli.common import App, pass_app
+from tapelens.db import connection
 from tapelens.errors import TapelensError
+from tapelens.ingest.migrations import available, schema_version
 from tapelens.server import LICENSES
 from tapelens.settings import BY_NAME
 
@@ -109,13 +111,31 @@ def cli(
         tapelens db up
         tapelens ingest catalog --format hpss-lsp ls-P.txt
     """
-    ctx.obj = App.from_options(
+    ctx.obj = _APP.app = App.from_options(
         dsn=dsn,
         home=home,
         pg_bin=pg_bin,
         pg_user=pg_user,
         timescaledb_license=timescaledb_license,
     )
+
+
+class _Invocation:
+    """The App of the running command, kept for the one-line message of a failure that ends it."""
+
+    app: App | None = None
+
+    @property
+    def dsn(self) -> str | None:
+        return self.app.dsn_option if self.app else None
+
+
+_APP = _Invocation()
+_MISSING_OBJECT = (
+    psycopg.errors.UndefinedTable,
+    psycopg.errors.UndefinedColumn,
+    psycopg.errors.UndefinedFunction,
+)
 
 
 def _register() -> None:
@@ -126,12 +146,36 @@ def _register() -> None:
 _register()
 
 
+def _schema_behind(exc: BaseException) -> str:
+    """Why a table, column or function is missing, when the reason is an older schema: a
+    database migrated by an earlier tapelens lacks what this one reads."""
+    # Library code turns a database error into a DatabaseError `from None`: the original stays
+    # the exception's context.
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, _MISSING_OBJECT):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None or _APP.dsn is None:
+        return ""
+    try:
+        with connection(_APP.dsn) as conn:
+            have = schema_version(conn)
+    except (psycopg.Error, TapelensError):
+        return ""
+    need = available()[-1].version
+    if have >= need:
+        return ""
+    return (
+        f" (the database's schema is at version {have}, this tapelens needs {need}:"
+        " run `tapelens db migrate`)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: expected failures print one line, never a traceback."""
     try:
         cli.main(args=argv, prog_name="tapelens", standalone_mode=False)
     except TapelensError as exc:
-        click.echo(f"tapelens: error: {exc}", err=True)
+        click.echo(f"tapelens: error: {exc}{_schema_behind(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("tapelens: aborted", err=True)
@@ -152,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     except psycopg.Error as exc:
         # The server went away or refused mid-command; its message never carries a password.
         message = " ".join(str(exc).split()) or type(exc).__name__
-        click.echo(f"tapelens: error: the database refused: {message}", err=True)
+        why = _schema_behind(exc)
+        click.echo(f"tapelens: error: the database refused: {message}{why}", err=True)
         sys.exit(4)
     sys.exit(0)
 

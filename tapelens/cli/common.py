@@ -18,7 +18,7 @@ from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.frames import sorted_and_cut
-from tapelens.ingest.migrations import migrate
+from tapelens.ingest.migrations import available, migrate, schema_version
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
 from tapelens.server import Server, server_for, start
@@ -79,7 +79,14 @@ class App:
             with connection(dsn) as conn:
                 migrate(conn, dsn)
             return dsn
-        return server.dsn()
+        dsn = server.dsn()
+        # A server left running by an older tapelens has an older schema: the embedded database
+        # is tapelens's own, so it is brought up to date here as it is when it starts.
+        with connection(dsn, autocommit=True) as conn:
+            if schema_version(conn) < available()[-1].version:
+                click.echo(f"tapelens: migrating the embedded server in {server.home}", err=True)
+                migrate(conn, dsn)
+        return dsn
 
 
 pass_app = click.make_pass_decorator(App)

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tapelens.cli import cli
-from tapelens.db import redact
+from tapelens.db import connection, redact
+from tapelens.ingest.migrations import available, schema_version
 from tests.fixtures.cli import run
 
 
@@ -39,6 +40,15 @@ def test_db_up_status_down_cycle(tmp_path: Path) -> None:
         ):
             assert f"tapelens.{table}" in st.stdout
         assert "missing" not in st.stdout
+        # A server left running by an older tapelens is brought up to date by the next command.
+        newest = available()[-1].version
+        with connection(first.stdout.strip(), autocommit=True) as conn:
+            conn.execute("delete from tapelens.schema_migrations where version = %s", [newest])
+        again = run("db", "status", env=env)
+        assert again.returncode == 0, again.stderr
+        assert "migrating the embedded server" in again.stderr
+        with connection(first.stdout.strip()) as conn:
+            assert schema_version(conn) == newest
     finally:
         down = run("db", "down", env=env)
     assert down.returncode == 0, down.stderr
@@ -107,3 +117,26 @@ def test_a_home_without_a_server_is_an_error_not_a_fresh_server(tmp_path: Path) 
         " (or point tapelens at a database with --dsn or TAPELENS_DSN)"
     )
     assert not (home / "pgdata").exists() and not any(home.rglob("PG_VERSION"))
+
+
+def test_older_schema_is_named_with_the_command_that_updates_it(dsn: str) -> None:
+    """A database migrated by an earlier tapelens lacks what this one reads: the error says the
+    schema's version and `tapelens db migrate`, not only the missing table."""
+    with connection(dsn, autocommit=True) as conn:
+        conn.execute("drop table tapelens.recall_plans cascade")
+        conn.execute("delete from tapelens.schema_migrations where version >= 4")
+    result = run("--dsn", dsn, "plan", "compare", "campaign-x")
+    assert result.returncode == 4, result.stderr
+    need = available()[-1].version
+    assert f"schema is at version 3, this tapelens needs {need}" in result.stderr
+    assert "tapelens db migrate" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_current_schema_keeps_the_plain_message(dsn: str) -> None:
+    """With the schema up to date, a missing saved plan is named as such, no migration hint."""
+    result = run("--dsn", dsn, "plan", "compare", "campaign-x")
+    assert result.returncode != 0
+    assert "no saved recall plan named 'campaign-x'" in result.stderr
+    assert "db migrate" not in result.stderr
