@@ -18,17 +18,19 @@ select coalesce(greatest(
     (select max(updated_run_id) from tapelens.tapes)
 ), 0) as run_id
 ;;
--- one pass over the live copies: byte positions along each tape, then each file's gap to the
--- previous file of its dataset on that tape
+-- one pass over the copies: byte positions along each tape (removed copies' bytes included:
+-- they stay on the tape until it is repacked), then each live file's gap to the previous file
+-- of its dataset on that tape
 create unlogged table bench_hand.fct_file_gaps as
 with copies as (
     select
         f.source, f.copy_id, f.written_at, f.dataset, f.dataset_type,
         f.experiment, f.size_bytes, f.volume, coalesce(t.media_type, 'unknown') as media_type,
-        f.position, f.offset_bytes, f.aggregate_id, f.copy_no
+        f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
+        f.removed_at is null
+        and coalesce(t.state, 'unknown') not in ('repacked', 'destroyed') as is_live
     from tapelens.tape_files as f
     left join tapelens.tapes as t on t.volume = f.volume
-    where f.removed_at is null and coalesce(t.state, 'unknown') not in ('repacked', 'destroyed')
 ),
 along_tape as (
     select
@@ -44,6 +46,7 @@ ordered as (
         lag(position) over w as prev_position,
         lag(end_bytes) over w as prev_end_bytes
     from along_tape as a
+    where a.is_live
     window w as (
         partition by dataset, volume
         order by position, offset_bytes nulls first, written_at, source, copy_id

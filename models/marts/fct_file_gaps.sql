@@ -15,11 +15,15 @@
 
 -- Each live copy on its tape, in its dataset's position order on that volume (position, then
 -- offset inside an aggregate), with the gap before it. Byte gaps come from the tape objects
--- along the volume: an aggregate is one object whose size is the sum of its members.
+-- along the volume, by the one definition of a tape object's byte address that the planner's
+-- caches use too (macros/tape_objects.sql): an aggregate is one object whose size is the sum
+-- of its members, and the bytes of a copy the catalog no longer lists stay on the tape until
+-- it is repacked, so a read passes over them: they count in the gaps around them, while the
+-- copy itself is no file of its dataset any more.
 -- A copy is named by its key (source, copy_id, written_at); its path and file id stay in the
 -- catalog. They were half of this table's bytes (two copies of a 110-byte path a row at an
 -- HPSS site) and widened every sort below, and no mart or chart reads them here.
-with copies as (
+with located as (
     select
         source,
         copy_id,
@@ -33,28 +37,32 @@ with copies as (
         position,
         offset_bytes,
         aggregate_id,
-        copy_no
+        copy_no,
+        is_live
     from {{ ref('int_copies__located') }}
-    where is_live and {{ where_touched() }}
+    where {{ where_touched() }}
+),
+
+tape_objects as (
+    -- every copy of the volume, removed ones included
+    {{ tape_objects('located') }}
 ),
 
 along_tape as (
-    -- one sort by (volume, position) serves both windows: the running total over a RANGE
-    -- frame includes every member of the current object, so it ends where the object ends
     select
-        copies.*,
-        (sum(size_bytes) over to_object_end)::bigint as end_bytes,
-        (sum(size_bytes) over tape_object)::bigint as object_bytes
-    from copies
-    window
-        to_object_end as (partition by volume order by position),
-        tape_object as (partition by volume, position)
+        located.*,
+        tape_objects.start_bytes::bigint as start_bytes,
+        (tape_objects.start_bytes + tape_objects.object_bytes)::bigint as end_bytes
+    from located
+    inner join tape_objects
+        on located.volume = tape_objects.volume
+        and located.position = tape_objects.position
+    where located.is_live
 ),
 
 ordered as (
     select
         along_tape.*,
-        end_bytes - object_bytes as start_bytes,
         row_number() over dataset_on_tape as file_rank,
         lag(position) over dataset_on_tape as prev_position,
         lag(end_bytes) over dataset_on_tape as prev_end_bytes

@@ -99,7 +99,12 @@ def test_the_mart_and_the_planners_catalog_read_give_the_same_addresses(
     requests = pl.DataFrame({"kind": ["path"] * len(wanted), "key": wanted})
     with psycopg.connect(models_dsn) as conn:
         before_marts = load_catalog(conn, requests)
-    build(models_dsn, select=["+plan_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
+    build(
+        models_dsn,
+        select=["+plan_tape_layouts", "+fct_file_gaps"],
+        exclude=MODELS_ONLY,
+        log_dir=dbt_home / "dbt",
+    )
     mart = {
         (r["volume"], r["position"]): r["start_bytes"]
         for r in rows(models_dsn, "select * from tapelens_marts.plan_tape_objects")
@@ -116,3 +121,38 @@ def test_the_mart_and_the_planners_catalog_read_give_the_same_addresses(
         assert got == {
             path: expected[(v, p)] + offsets[path] for path, v, p, _, _, gone in catalog if not gone
         }
+
+    # The gap mart's byte gaps are the same addresses: the removed copy's 700 bytes at
+    # position 3 lie between /d/b* and /d/c and a read passes over them.
+    gaps = {
+        (r["volume"], r["position"], r["offset_bytes"]): r["gap_bytes"]
+        for r in rows(models_dsn, "select * from tapelens_marts.fct_file_gaps")
+    }
+    assert gaps == {
+        ("V1", 1, None): None,
+        ("V1", 2, 0): 0,
+        ("V1", 2, 30): 0,
+        ("V1", 2, 80): 0,
+        ("V1", 4, None): 700,
+        ("V2", 7, None): None,
+        ("V2", 9, None): 0,
+    }
+    assert gaps_apart_from_addresses(models_dsn) == []
+
+
+def gaps_apart_from_addresses(dsn: str) -> list[dict[str, object]]:
+    """The rows of fct_file_gaps whose gap_bytes is not the bytes between the previous file's
+    object and its own in plan_tape_objects (the one byte address): none, unless the two marts
+    have drifted apart."""
+    return rows(
+        dsn,
+        """select g.volume, g.position, g.gap_bytes,
+                  greatest(o.start_bytes - (p.start_bytes + p.object_bytes), 0) as by_address
+           from tapelens_marts.fct_file_gaps g
+           join tapelens_marts.plan_tape_objects o
+             on o.volume = g.volume and o.position = g.position
+           join tapelens_marts.plan_tape_objects p
+             on p.volume = g.volume and p.position = g.prev_position
+           where g.gap_bytes is distinct from
+                 greatest(o.start_bytes - (p.start_bytes + p.object_bytes), 0)""",
+    )
