@@ -3,13 +3,15 @@
 Run: .venv/bin/python bench/bench_move_price.py [--seed 1]. For each media type, one tape of
 20,000 files (500 MB each; on LTO-7, as many as fill 90% of it) or of 1,000 aggregates of 20
 members. The product's parameters are what calibration recovers from the world's logs: the
-effective rate, per-file overhead, read-through threshold and rewind of the world
+effective rate, per-file overhead and read-through threshold of the world
 (tapelens.world.physics), and the locate terms and scale fitted by the product's own
 calibration (analysis/throughput/locate.py: fit_locate_terms, fit_locate_scale) on 3,000 to
 5,000 located reads of the world, with its noise, from requests of several densities read in
 position order. Each plan is ordered by the engine (read_order.in_read_order) and timed by it
-(throughput.file_times: the one price of a move); the same order is replayed in the world
-(time_read_order, no noise) from the loaded tape to the rewound tape. Prints:
+(throughput.file_times and tape_times: the one price of a move, the final rewind priced from
+where the last read ends); the same order is replayed in the world (time_read_order, no noise)
+from the loaded tape to the rewound tape. tests/analysis/recall/test_move_price_world.py holds
+the same comparison to its targets with these functions. Prints:
 
 1. predicted against world time, position order and RAO, for scattered (1,000 of 20,000),
    contiguous (1,000 consecutive) and aggregate-heavy requests (every member of 50 aggregates
@@ -30,7 +32,7 @@ import polars as pl
 
 from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
 from tapelens.analysis.throughput.locate import fit_locate_scale, fit_locate_terms
-from tapelens.analysis.throughput.model import ModelParams, file_times
+from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
 from tapelens.analysis.throughput.moves import TERM_FACTORS
 from tapelens.media import BY_NAME
 from tapelens.world.physics import (
@@ -82,13 +84,13 @@ def tape_of(media: str, aggregates: bool) -> pl.DataFrame:
 
 
 def calibrated(media: str, world: PhysicsParams, rng: np.random.Generator) -> ModelParams:
-    """The product's parameters as calibration recovers them from the world's logs."""
+    """The product's parameters as calibration recovers them from the world's logs (the
+    rewind is a move: the fitted locate terms price it from the last read's place)."""
     params = ModelParams.from_media(
         BY_NAME[media],
         rate_mb_s=world.rate_mb_s,
         overhead_s=world.overhead_s,
         read_through_max_gap=world.read_through_max_gap,
-        rewind_s=world.rewind_s,
     )
     whole = tape_of(media, aggregates=False)
     n = whole.height
@@ -126,6 +128,7 @@ def calibrated(media: str, world: PhysicsParams, rng: np.random.Generator) -> Mo
 
 
 def request(tape: pl.DataFrame, kind: str, rng: np.random.Generator) -> pl.DataFrame:
+    """The files of one request on `tape`: scattered, contiguous or aggregate (K files)."""
     if kind == "scattered":
         pick = np.sort(rng.choice(tape.height, K, replace=False))
     elif kind == "contiguous":
@@ -149,7 +152,10 @@ def timed(
     )
     ordered = in_read_order(lean, order, {media: params}, cache=OrderCache())
     times = file_times(ordered, {media: params}, key=("vid",))
-    predicted = float(times["duration_s"].sum()) + params.rewind_s
+    mount = tape_times(ordered, {media: params}, key=("vid",), per_file=times).row(0, named=True)
+    # From the loaded tape to the rewound tape, as the world's time_read_order counts it: the
+    # reads and the final rewind, priced from where the last read ends.
+    predicted = float(mount["total_s"] - mount["mount_s"] - mount["unload_s"])
     offset = times["offset_bytes"].fill_null(0).to_numpy()
     obj = times["start_bytes"].to_numpy()
     world_s = time_read_order(

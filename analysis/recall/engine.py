@@ -30,7 +30,7 @@ from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.recall.schedule.read_order import ORDERS, OrderCache
 from tapelens.analysis.recall.schedule.schedule import Schedule, build_schedule, with_copy_columns
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
-from tapelens.analysis.throughput.moves import least_first_s
+from tapelens.analysis.throughput.moves import least_first_s, least_rewind_s, mean_rewind_s
 from tapelens.errors import InputError
 
 # How the engine picks among the copies of a file.
@@ -204,14 +204,15 @@ def candidate_bounds(
     work_over_drives_s: the least drive time any choice of copies needs, over all drives: every
     file streamed from its fastest copy (no overhead, no locate between files) and every tape
     that holds the only copy of a file mounted, its first move the cheapest the one price of a
-    move charges (to the tape's first byte), rewound and unloaded once.
+    move charges (to the tape's first byte), rewound (the cheapest rewind: from the beginning
+    of the data area) and unloaded once.
     single_file_s: the file whose cheapest recall alone (mount, first locate, stream, rewind,
     unload) takes longest. group_limit_s: a group's least work over the drives it may hold.
     """
     if copies.height == 0:
         return {"lower_bound_s": 0.0}
     fixed = {
-        m: p.robot_s + p.load_s + least_first_s(p) + p.rewind_s + p.unload_s
+        m: p.robot_s + p.load_s + least_first_s(p) + least_rewind_s(p) + p.unload_s
         for m, p in params_by_media.items()
     }
     rate = {m: p.rate_mb_s * MB for m, p in params_by_media.items()}
@@ -391,7 +392,8 @@ def copy_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.Da
 
 
 def tape_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
-    """What opening a tape costs: mount, an average first locate (to mid-tape), dismount."""
+    """What opening a tape costs: mount, an average first locate (to mid-tape), dismount (the
+    rewind from a last read anywhere along the tape, on average, and the unload)."""
     tapes = copies.select("vid", "media_type").unique("vid")
     media = tapes["media_type"].unique().to_list()
     if not media:
@@ -415,7 +417,10 @@ def tape_costs(copies: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.Da
         (
             pl.col("predicted_positioning_s")
             + pl.col("media_type").replace_strict(
-                {m: params[m].mount_s + params[m].dismount_s for m in media},
+                {
+                    m: params[m].mount_s + mean_rewind_s(params[m]) + params[m].unload_s
+                    for m in media
+                },
                 return_dtype=pl.Float64,
             )
         ).alias("open_s"),

@@ -95,7 +95,10 @@ def unmount(s: SimState, drv: DriveState, now: float) -> None:
     if drv.owner >= 0:
         pool.own(s, drv, -1)
     drv.phase, drv.started_at = UNMOUNTING, now
-    heapq.heappush(s.heap, (now + s.dismount_s[drv.tape], UNLOADED, drv.index, drv.token))
+    t, h = drv.tape, drv.head
+    # The rewind from where the last read left the head, as the engine prices a plan's mounts.
+    rewind = s.rewind_after_s[h] if h >= 0 else s.rewind_unknown_s[t]
+    heapq.heappush(s.heap, (now + rewind + s.unload_s[t], UNLOADED, drv.index, drv.token))
 
 
 def unloaded(s: SimState, drv: DriveState, now: float) -> None:

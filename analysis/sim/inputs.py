@@ -17,6 +17,7 @@ from tapelens.analysis.geometry.place import place_of, start_address
 from tapelens.analysis.sim.config import Library
 from tapelens.analysis.throughput.model import MB, ModelParams
 from tapelens.analysis.throughput.moves import from_load_point_s, priced_geometry
+from tapelens.analysis.throughput.moves import rewind_s as priced_rewind_s
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
 
@@ -38,6 +39,7 @@ class Prepared:
     first_s: list[float]  # read time when it is the first file read after a load
     body_s: list[float]  # per-object overhead + streaming
     stream_s: list[float]  # streaming alone (aggregate members share the object's overhead)
+    rewind_s: list[float]  # the final rewind of a mount whose last read it is
     submit_s: list[float]
     requester: list[int]
     tape_media: list[int]
@@ -122,6 +124,7 @@ def prepare(
         stream_s.append(sz / rate_b_s)
         body_s.append(p.overhead_s + sz / rate_b_s)
     first_s = _first_reads(tape, tape_media, media, address, offset, body_s)
+    rewind_s = _rewinds_after(tape, tape_media, media, address, offset, size)
     prepared = Prepared(
         frame=frame,
         volumes=volumes,
@@ -135,6 +138,7 @@ def prepare(
         first_s=shared(first_s),
         body_s=shared(body_s),
         stream_s=stream_s,
+        rewind_s=shared(rewind_s),
         submit_s=frame["submit_s"].to_list(),
         requester=[req_of[r] for r in frame["requester"].to_list()],
         tape_media=tape_media,
@@ -171,6 +175,30 @@ def _first_reads(
         rows = np.flatnonzero(by_request == m)
         first[rows] = from_load_point_s(params, obj[rows]) + into[rows] / (params.rate_mb_s * MB)
     return (first + np.asarray(body_s, dtype=np.float64)).tolist()
+
+
+def _rewinds_after(
+    tape: list[int],
+    tape_media: list[int],
+    media: list[ModelParams],
+    address: list[float],
+    offset: list[int],
+    size: list[int],
+) -> list[float]:
+    """Per request, the final rewind of a mount whose last read it is: the one price of a move
+    (moves.rewind_s) from where reading it leaves the head (its object's address, its offset
+    inside an aggregate, its size), as throughput.mount_rewinds prices a plan's mounts."""
+    by_request = np.asarray(tape_media, dtype=np.int64)[np.asarray(tape, dtype=np.int64)]
+    head = (
+        np.asarray(address, dtype=np.float64)
+        + np.maximum(np.asarray(offset, dtype=np.float64), 0.0)
+        + np.asarray(size, dtype=np.float64)
+    )
+    out = np.zeros(len(head))
+    for m, params in enumerate(media):
+        rows = np.flatnonzero(by_request == m)
+        out[rows] = priced_rewind_s(params, head[rows])
+    return out.tolist()
 
 
 def shared(values: list[Any]) -> list[Any]:
@@ -331,13 +359,14 @@ class Geometric:
 
     def ordered(self, reqs: list[int]) -> list[int]:
         """One mount's requests (of one tape) in recommended access order, as the recall
-        engine orders a tape's reads (plan_order on positioning alone, a short budget: a
+        engine orders a tape's reads (plan_order with the final rewind, a short budget: a
         library serves many mounts)."""
         shape = self.shape[self.tape[reqs[0]]] if reqs else None
         if shape is None or shape.approximate or len(reqs) < 2:
             return reqs  # as the engine keeps position order on these tapes
         index = np.asarray(reqs, dtype=np.int64)
-        chosen = plan_order(self.places.take(index), shape, budget_s=ORDER_BUDGET_S, rewind=False)
+        # Weighed with the final rewind, as the engine weighs a tape's orders.
+        chosen = plan_order(self.places.take(index), shape, budget_s=ORDER_BUDGET_S)
         return index[chosen.order].tolist()
 
 

@@ -201,7 +201,12 @@ class SimState:
     read_by_all: list[bool]  # per media index: every drive reads it (fifo need not filter)
     robot_s: list[float]  # per tape
     load_s: list[float]
-    dismount_s: list[float]
+    # The final rewind from where the mount's last read left the head, per request
+    # (Prepared.rewind_s); per tape, the media's average, where the head's place is not known
+    # (nothing read on the mount, or lost in a drive failure), and the unload.
+    rewind_after_s: list[float]
+    rewind_unknown_s: list[float]
+    unload_s: list[float]
     read_s: Callable[[int, int], float]
     first_s: list[float]
     pass_times: Callable[[list[int], int], list[float]]
@@ -264,7 +269,9 @@ def new_state(
         read_by_all=[all(row[m] for row in readable) for m in range(len(p.media))],
         robot_s=[move if move is not None else p.media[m].robot_s for m in p.tape_media],
         load_s=[p.media[m].load_s for m in p.tape_media],
-        dismount_s=[p.media[m].rewind_s + p.media[m].unload_s for m in p.tape_media],
+        rewind_after_s=p.rewind_s,
+        rewind_unknown_s=[p.media[m].rewind_s for m in p.tape_media],
+        unload_s=[p.media[m].unload_s for m in p.tape_media],
         read_s=read_timer(p) if geo is None else geometric_read_timer(p, geo),
         first_s=p.first_s if geo is None else geo.first_s,
         pass_times=pass_timer(p) if geo is None else geometric_pass_timer(p, geo),

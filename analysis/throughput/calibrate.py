@@ -5,7 +5,8 @@ read-through reads (duration = overhead + (size + skipped bytes) / rate); the re
 threshold by scanning candidate gaps and keeping the one whose split into read-through and locate
 reads explains the durations best; the locate curve (base + slope x distance, bounded) on locate
 reads (kept for media types without a geometry); the first locate, mount and dismount times from
-first reads and the mount log; the factors of the tape geometry's locate terms and the scale
+first reads and the mount log (the unload as what is left after the rewind priced from the
+last read's place); the factors of the tape geometry's locate terms and the scale
 between the site's positioning times and what the one price of a move charges for them
 (analysis/throughput/moves.py: every order, baseline and prediction prices moves with them).
 Parameters the data cannot pin down keep their defaults, and the fit says so in its notes.
@@ -25,6 +26,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
+from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.throughput.locate import (
     LOCATE_BOUND_S,
     MIN_FIT_READS,
@@ -38,6 +40,7 @@ from tapelens.analysis.throughput.locate import (
     robust_fit,
 )
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
+from tapelens.analysis.throughput.moves import priced_geometry, rewind_s
 from tapelens.analysis.throughput.observations import attach_mounts, derive_gaps, prepare_reads
 from tapelens.errors import InputError
 
@@ -69,8 +72,9 @@ SCAN_SAMPLE_READS = 20_000
 # posdiff >= 100 as a locate (docs/domain.md, "Positional gap").
 MAX_THRESHOLD_SCANNED = 200
 COARSE_CANDIDATES = 20
-# Quantile of the request-to-mount and last-read-to-dismount times taken as robot + load and
-# rewind + unload: queueing for a robot and a tape left mounted while idle only lengthen them.
+# Quantile of the request-to-mount times taken as robot + load, and of what the last read's end
+# to the dismount leaves after the priced rewind taken as the unload: queueing for a robot and a
+# tape left mounted while idle only lengthen them.
 MOUNT_QUANTILE = 0.25
 
 
@@ -228,9 +232,12 @@ def _positive_seconds(frame: pl.DataFrame) -> Vector:
 def _mount_times(
     reads: pl.DataFrame, mounts: pl.DataFrame, params: ModelParams
 ) -> tuple[ModelParams, list[str]]:
-    """Robot + load from request to mount, rewind + unload from the last read to dismount;
-    each split between its two parts in the default proportions (the logs cannot tell them).
-    Waiting for a robot and idling before a dismount only add time, hence a low quantile."""
+    """Robot + load from request to mount, split between its two parts in the default
+    proportions (the logs cannot tell them); from the last read to dismount, what is left after
+    the rewind the one price of a move charges from where that read ended (moves.rewind_s,
+    with the locate terms already fitted) is the unload. Where the media type has no geometry,
+    rewind + unload together, split in the default proportions. Waiting for a robot and idling
+    before a dismount only add time, hence a low quantile."""
     notes = []
     waits = _positive_seconds(
         mounts.select(_seconds(pl.col("mounted_at") - pl.col("requested_at")).alias("s"))
@@ -240,29 +247,53 @@ def _mount_times(
         params = replace(params, robot_s=params.robot_s * factor, load_s=params.load_s * factor)
     else:
         notes.append(f"robot and load: default ({waits.size} mounts with request times)")
-    tails = np.zeros(0)
-    if "mount_no" in reads.columns and "dismounted_at" in reads.columns:
-        ends = (
-            reads.filter(pl.col("mount_no").is_not_null())
-            .group_by("mount_no")
-            .agg(
-                pl.col("dismounted_at").first(),
-                (pl.col("started_at") + pl.duration(microseconds=pl.col("duration_s") * 1e6))
-                .max()
-                .alias("last_end"),
-            )
-        )
-        tails = _positive_seconds(
-            ends.select(_seconds(pl.col("dismounted_at") - pl.col("last_end")).alias("s"))
-        )
-    if tails.size >= MIN_FIT_MOUNTS:
+    tails, heads = _mount_tails(reads)
+    if tails.size < MIN_FIT_MOUNTS:
+        notes.append(f"rewind and unload: default ({tails.size} mounts matched to reads)")
+    elif priced_geometry(params) is None:
         factor = float(np.quantile(tails, MOUNT_QUANTILE)) / params.dismount_s
         params = replace(
             params, rewind_s=params.rewind_s * factor, unload_s=params.unload_s * factor
         )
     else:
-        notes.append(f"rewind and unload: default ({tails.size} mounts matched to reads)")
+        # The rewind is a move, priced from the last read's place (the media average where
+        # that place is not known): fitting it here as well would count it twice.
+        left = tails - rewind_s(params, heads)
+        params = replace(params, unload_s=max(float(np.quantile(left, MOUNT_QUANTILE)), 0.0))
     return params, notes
+
+
+def _mount_tails(reads: pl.DataFrame) -> tuple[Vector, Vector]:
+    """Per mount matched to its reads: the seconds from its last read's end to its dismount
+    (where not negative), and where that read left the head (its address and size, bytes; NaN
+    where neither start_bytes nor the position is known)."""
+    if "mount_no" not in reads.columns or "dismounted_at" not in reads.columns:
+        return np.zeros(0), np.zeros(0)
+    end = pl.col("started_at") + pl.duration(microseconds=pl.col("duration_s") * 1e6)
+    avg = pl.col("avg_object_bytes") if "avg_object_bytes" in reads.columns else pl.lit(None)
+    into = (
+        pl.col("offset_bytes").fill_null(0).cast(pl.Float64)
+        if "offset_bytes" in reads.columns
+        else pl.lit(0.0)
+    )
+    head = start_address(reads.columns, avg.cast(pl.Float64)) + into + pl.col("size_bytes")
+    ends = (
+        reads.filter(pl.col("mount_no").is_not_null())
+        .with_columns(end.alias("_end"), head.cast(pl.Float64).alias("_head"))
+        .group_by("mount_no")
+        .agg(
+            pl.col("dismounted_at").first(),
+            pl.col("_end").max().alias("last_end"),
+            pl.col("_head").sort_by("_end").last(),
+        )
+        .select(
+            _seconds(pl.col("dismounted_at") - pl.col("last_end")).alias("s"),
+            pl.col("_head").fill_null(float("nan")),
+        )
+        .drop_nulls("s")
+        .filter(pl.col("s") >= 0)
+    )
+    return ends["s"].to_numpy().astype(float), ends["_head"].to_numpy().astype(float)
 
 
 def quality(reads: pl.DataFrame, params: ModelParams) -> tuple[float | None, float | None]:

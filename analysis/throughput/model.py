@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from tapelens.analysis.geometry.place import start_address
-from tapelens.analysis.throughput.moves import move_s
+from tapelens.analysis.throughput.moves import move_s, rewind_s
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME, MediaType
 
@@ -371,16 +371,52 @@ def tape_times(
     p = params_frame(params_by_media).select(
         "media_type",
         (_p("robot_s") + _p("load_s")).alias("mount_s"),
-        _p("rewind_s").alias("rewind_s"),
         _p("unload_s").alias("unload_s"),
     )
     parts = ["mount_s", "locate_s", "read_through_s", "overhead_s", "stream_s", "rewind_s"]
     return (
         tapes.join(p, on="media_type", how="left")
+        .join(mount_rewinds(timed, params_by_media, keys), on=keys, how="left")
         .with_columns(pl.sum_horizontal([*parts, "unload_s"]).alias("total_s"))
         .with_columns((pl.col("bytes") / MB / pl.col("total_s")).alias("rate_mb_s"))
         .sort(keys)
     )
+
+
+def mount_rewinds(
+    timed: pl.DataFrame, params_by_media: Mapping[str, ModelParams], key: Sequence[str]
+) -> pl.DataFrame:
+    """Per mount (group of `key` of file_times' output), its final rewind, `rewind_s`: the one
+    price of a move (moves.rewind_s) from where the mount's last read ends (its object's
+    address, the read's offset inside it, its size: where file_times leaves the head) back to
+    the load point; the media type's average where no place is known."""
+    keys = list(key)
+    if timed.height == 0:
+        return timed.select(keys).with_columns(pl.lit(0.0).alias("rewind_s"))
+    avg_object = pl.coalesce(
+        pl.col("avg_object_bytes"), pl.col("size_bytes").cast(pl.Float64).mean().over(keys)
+    )
+    head = (
+        start_address(timed.columns, avg_object)
+        + pl.col("offset_bytes").fill_null(0).cast(pl.Float64)
+        + pl.col("size_bytes").cast(pl.Float64)
+    )
+    last = (
+        _optional(timed, _OPTIONAL_FILE_COLUMNS)
+        .with_columns(head.alias("_head"))
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.col("media_type").first(),
+            pl.col("_head").sort_by("end_s").last().fill_null(float("nan")),
+        )
+    )
+    rewinds = np.zeros(last.height)
+    media = last["media_type"]
+    heads = last["_head"].to_numpy()
+    for name in media.unique().to_list():
+        rows = np.flatnonzero((media == name).to_numpy())
+        rewinds[rows] = rewind_s(params_by_media[str(name)], heads[rows])
+    return last.select(keys).with_columns(pl.Series("rewind_s", rewinds))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ simulator, and the repack, duplicate and what-if figures that run through the en
 
 Media types without a geometry keep the model's locate curve (base + slope x distance in whole
 tapes, bounded; from the load point, the first-locate line).
+
+A mount ends with a rewind, a move too: from where its last read left the head back to the load
+point at the priced geometry's locate speed, plus its fixed part (`rewind_s`). Where that place
+is not known, or the media type has no geometry, the media type's average rewind stands in.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tapelens.analysis.geometry.locate import move_s as geometry_move_s
+from tapelens.analysis.geometry.locate import rewind_s as geometry_rewind_s
 from tapelens.analysis.geometry.media import GEOMETRIES, MB, Geometry
 from tapelens.analysis.geometry.place import place_of
 
@@ -147,6 +152,41 @@ def least_first_s(params: ModelParams) -> float:
     return float(from_load_point_s(params, np.zeros(1))[0])
 
 
+def rewind_s(params: ModelParams, end_bytes: Array) -> Array:
+    """The price of a mount's final rewind, per mount: from where its last read left the head
+    (`end_bytes`, bytes from the beginning of the tape to the end of that read) back to the
+    load point, by the priced geometry (its fixed part and locate speed, as the geometry
+    prices any rewind). NaN (the place is not known), and media types without a geometry:
+    the media type's average rewind, `params.rewind_s`."""
+    end = np.asarray(end_bytes, dtype=np.float64)
+    shape = priced_geometry(params)
+    if shape is None:
+        return np.full(end.shape, params.rewind_s)
+    unknown = np.isnan(end)
+    # The head rests after the last byte read, as _head places it.
+    _, _, x, _ = place_of(np.maximum(np.where(unknown, 0.0, end) - 1.0, 0.0), shape)
+    return np.where(unknown, params.rewind_s, geometry_rewind_s(x, shape))
+
+
+def least_rewind_s(params: ModelParams) -> float:
+    """The cheapest final rewind of any mount (from the beginning of the data area): what a
+    bound may charge every mount."""
+    if priced_geometry(params) is None:
+        return params.rewind_s
+    return float(rewind_s(params, np.ones(1))[0])
+
+
+def mean_rewind_s(params: ModelParams) -> float:
+    """The final rewind of a mount whose last read ends at a place not chosen yet, averaged
+    over the length of the data area: what weighing a tape before its reads are known
+    charges. Media types without a geometry: their average rewind."""
+    shape = priced_geometry(params)
+    if shape is None:
+        return params.rewind_s
+    x = shape.data_start_m + shape.data_length_m / 2
+    return float(geometry_rewind_s(x, shape))
+
+
 def term_features(shape: Geometry, prev_end_bytes: Array, start_bytes: Array) -> Array:
     """Per locate, the unscaled seconds of each of the geometry's locate terms (columns in the
     order of TERM_FACTORS: fixed part, travel, wrap change, band change, change of direction,
@@ -172,7 +212,10 @@ __all__ = [
     "TERM_FACTORS",
     "from_load_point_s",
     "least_first_s",
+    "least_rewind_s",
+    "mean_rewind_s",
     "move_s",
     "priced_geometry",
+    "rewind_s",
     "term_features",
 ]

@@ -21,10 +21,12 @@ module replays that behaviour as a discrete-event model (docs/baselines.md):
 
 Every time comes from the throughput model (`predict_reads`): each request is timed once as the
 first read of a mount (from the load point) and once as reached from the previous request of its
-tape. Because a tape's queue is served in arrival order and requests arrive in submission order,
-the reads of one tape always follow its requests' submission order; only where a mount starts
-depends on the run, so both timings can be computed up front and the event loop stays a heap
-walk over plain floats (100,000 files take a second or two).
+tape, and the rewind that ends a mount is priced from where its last read leaves the head (the
+one price of a move, as a plan's mounts are). Because a tape's queue is served in arrival order
+and requests arrive in submission order, the reads of one tape always follow its requests'
+submission order; only where a mount starts depends on the run, so every timing can be
+computed up front and the event loop stays a heap walk over plain floats (100,000 files take a
+second or two).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from tapelens.analysis.geometry.place import start_address
 from tapelens.analysis.recall.baselines.newest import BaselineResult
 from tapelens.analysis.recall.schedule.dispatch import drive_names, readers_of
 from tapelens.analysis.throughput.model import MB, ModelParams, predict_reads
-from tapelens.analysis.throughput.moves import move_s
+from tapelens.analysis.throughput.moves import move_s, rewind_s
 from tapelens.errors import InputError
 
 # HPSS "Defer Dismounts": the PVL keeps an idle cartridge mounted "until the drive is required
@@ -227,8 +229,35 @@ def _request_times(requests: pl.DataFrame, params: Mapping[str, ModelParams]) ->
             "cont_s": going_on["predicted_duration_s"],
             "fresh_pos_s": fresh["predicted_positioning_s"],
             "fresh_s": fresh["predicted_duration_s"],
+            "rewind_s": _rewinds_after(requests, params),
         }
     )
+
+
+def _rewinds_after(requests: pl.DataFrame, params: Mapping[str, ModelParams]) -> np.ndarray:
+    """Per request, the final rewind of a mount whose last read it is: the one price of a move
+    (moves.rewind_s) from where reading it leaves the head, placed as throughput.file_times
+    places a plan's reads (its object's address from start_bytes, else its position and the
+    tape's average object, then its offset inside an aggregate and its size)."""
+    avg = pl.col("size_bytes").cast(pl.Float64).mean().over("volume")
+    if "avg_object_bytes" in requests.columns:
+        avg = pl.coalesce(pl.col("avg_object_bytes"), avg)
+    into = (
+        pl.col("offset_bytes").fill_null(0).cast(pl.Float64)
+        if "offset_bytes" in requests.columns
+        else pl.lit(0.0)
+    )
+    head = requests.select(
+        "media_type",
+        (start_address(requests.columns, avg) + into + pl.col("size_bytes")).alias("head"),
+    )
+    ends = head["head"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    media = head["media_type"]
+    out = np.zeros(requests.height)
+    for name in media.unique().to_list():
+        rows = np.flatnonzero((media == name).to_numpy())
+        out[rows] = rewind_s(params[str(name)], ends[rows])
+    return out
 
 
 def _geometry_positioning(
@@ -304,6 +333,7 @@ class _Run:
         self.fresh = timing["fresh_s"].to_list()
         self.cont_pos = timing["cont_pos_s"].to_list()
         self.cont = timing["cont_s"].to_list()
+        self.rewind_after = timing["rewind_s"].to_list()
         self.mount_s = {m: p.mount_s for m, p in params.items()}
         self.rewind_s = {m: p.rewind_s for m, p in params.items()}
         self.unload_s = {m: p.unload_s for m, p in params.items()}
@@ -327,6 +357,7 @@ class _Run:
         self.idle_since = [0.0] * n_drives
         self.version = [0] * n_drives  # invalidates an idle timer once the drive moves on
         self.first_read = [False] * n_drives
+        self.last_read = [-1] * n_drives  # the request read last on the drive's mount
         self.mount_no = [0] * n_drives
         self.next_tape = [-1] * n_drives  # the tape to mount once an unload ends
         self.action = [_MOUNT] * n_drives  # what a busy drive is doing
@@ -434,6 +465,7 @@ class _Run:
         self.mounts += 1
         self.mount_no[k] = self.mounts
         self.first_read[k] = True
+        self.last_read[k] = -1
         end = now + self.mount_s[self.media[tape]]
         self.timeline.append((k, tape, "mount", now, end))
         self.push(end, _DONE, k)
@@ -446,7 +478,10 @@ class _Run:
         self.action[k] = _UNLOAD
         self.where[tape] = _UNLOADING
         m = self.media[tape]
-        rewound = now + self.rewind_s[m]
+        # From where the mount's last read left the head; a mount that read nothing (none
+        # does: a tape is mounted for a queued request) would keep the media's average.
+        last = self.last_read[k]
+        rewound = now + (self.rewind_after[last] if last >= 0 else self.rewind_s[m])
         end = rewound + self.unload_s[m]
         self.timeline.append((k, tape, "rewind", now, rewound))
         self.timeline.append((k, tape, "dismount", rewound, end))
@@ -503,6 +538,7 @@ class _Run:
         if positioning > 0:
             self.timeline.append((k, tape, "position", now, located))
         self.timeline.append((k, tape, "read", located, end))
+        self.last_read[k] = r
         self.read_drive[r] = k
         self.read_mount[r] = self.mount_no[k]
         self.read_start[r] = now

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from tapelens.analysis.geometry import order_reads
-from tapelens.analysis.throughput.model import ModelParams, file_times
+from tapelens.analysis.throughput.model import ModelParams, file_times, mount_rewinds
 from tapelens.analysis.throughput.moves import priced_geometry
 
 ORDERS = ("position", "rao")
@@ -112,11 +112,10 @@ def in_read_order(
             if tape["position"].n_unique() >= DENSE_PER_WRAP * shape.wraps:
                 budget = MIN_TAPE_BUDGET_S
             started = time.perf_counter()
-            # Orders are weighed on positioning alone: the engine charges every mount the
-            # media type's rewind, so an order that ends nearer the load point gains nothing.
-            ranked = order_reads(
-                tape.with_row_index("_given"), shape, budget_s=budget, rewind=False
-            )
+            # Orders are weighed with their final rewind: the engine charges each mount the
+            # rewind from where its last read ends, so an order ending nearer the load point
+            # gains it.
+            ranked = order_reads(tape.with_row_index("_given"), shape, budget_s=budget)
             cache.spent_s += time.perf_counter() - started
             left_rows -= tape.height
             known = ranked["_given"].to_numpy()
@@ -135,16 +134,21 @@ def _no_slower(
     params_by_media: Mapping[str, ModelParams],
     key: str,
 ) -> pl.DataFrame:
-    """`ranked`, except that a tape whose reads the one price of a move finds slower in their
-    RAO order than in position order reads in position order (the search weighs moves by the
-    geometry alone; the price also knows which gaps the drive reads through)."""
+    """`ranked`, except that a tape whose reads and final rewind the one price of a move finds
+    slower in their RAO order than in position order reads in position order (the search
+    weighs moves by the geometry alone; the price also knows which gaps the drive reads
+    through)."""
     as_given = by_position.with_columns(
         pl.int_range(pl.len(), dtype=pl.Int64).over(key).alias("read_rank")
     )
 
     def per_tape(frame: pl.DataFrame) -> pl.DataFrame:
         timed = file_times(frame, params_by_media, key=(key,))
-        return timed.group_by(key).agg(pl.col("duration_s").sum())
+        reads = timed.group_by(key).agg(pl.col("duration_s").sum())
+        rewinds = mount_rewinds(timed, params_by_media, (key,))
+        return reads.join(rewinds, on=key).select(
+            key, (pl.col("duration_s") + pl.col("rewind_s")).alias("duration_s")
+        )
 
     both = per_tape(as_given).join(per_tape(ranked), on=key, suffix="_rao")
     worse = both.filter(pl.col("duration_s_rao") > pl.col("duration_s") + 1e-9)[key]

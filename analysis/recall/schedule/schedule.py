@@ -18,7 +18,7 @@ import polars as pl
 from tapelens.analysis.recall.schedule.dispatch import dispatch
 from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.recall.schedule.read_order import OrderCache, in_read_order
-from tapelens.analysis.throughput.model import ModelParams, file_times, tape_times
+from tapelens.analysis.throughput.model import ModelParams, file_times, mount_rewinds, tape_times
 
 # Per-file columns of a plan, in export order.
 PLAN_COLUMNS = (
@@ -159,16 +159,29 @@ def _in_tape_order(files: pl.DataFrame) -> pl.DataFrame:
 
 
 def _tape_totals(timed: pl.DataFrame, params: Mapping[str, ModelParams]) -> pl.DataFrame:
-    """Per mount, its total time: the model's end of the last read plus rewind and unload."""
-    dismount = {m: p.dismount_s for m, p in params.items()}
-    return timed.group_by("vid").agg(
-        pl.col("media_type").first(),
-        pl.len().alias("files"),
-        pl.col("size_bytes").sum().alias("bytes"),
-        (
-            pl.col("end_s").max()
-            + pl.col("media_type").first().replace_strict(dismount, return_dtype=pl.Float64)
-        ).alias("total_s"),
+    """Per mount, its total time: the model's end of the last read plus the rewind from where
+    that read ends (model.mount_rewinds) and the unload."""
+    unload = {m: p.unload_s for m, p in params.items()}
+    return (
+        timed.group_by("vid")
+        .agg(
+            pl.col("media_type").first(),
+            pl.len().alias("files"),
+            pl.col("size_bytes").sum().alias("bytes"),
+            pl.col("end_s").max().alias("_last_end_s"),
+        )
+        .join(mount_rewinds(timed, params, ("vid",)), on="vid", how="left")
+        .select(
+            "vid",
+            "media_type",
+            "files",
+            "bytes",
+            (
+                pl.col("_last_end_s")
+                + pl.col("rewind_s")
+                + pl.col("media_type").replace_strict(unload, return_dtype=pl.Float64)
+            ).alias("total_s"),
+        )
     )
 
 

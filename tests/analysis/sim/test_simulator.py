@@ -23,17 +23,24 @@ from tapelens.analysis.sim.simulator import (
     simulate,
 )
 from tapelens.analysis.throughput.model import default_params, predict_tape
-from tapelens.analysis.throughput.moves import from_load_point_s
+from tapelens.analysis.throughput.moves import from_load_point_s, rewind_s
 from tapelens.errors import InputError
 
 PARAMS = default_params()
 LTO7 = PARAMS["LTO-7"]
 GB2 = 2_000_000_000
 STREAM_2GB_S = GB2 / (LTO7.rate_mb_s * 1e6)
-# LTO-7 defaults (media.py, throughput.py): robot 11 s, load 13 s, rewind 62 s, unload 22 s,
-# 1 s per file.
+# LTO-7 defaults (media.py, throughput.py): robot 11 s, load 13 s, unload 22 s, 1 s per file;
+# the rewind is a move from where the mount's last read ends (moves.rewind_s).
 MOUNT_S = 11 + 13
-DISMOUNT_S = 62 + 22
+UNLOAD_S = 22
+
+
+def dismount_s(head_bytes: float) -> float:
+    """Rewind from where the last read left the head, then unload."""
+    return float(rewind_s(LTO7, np.array([head_bytes]))[0]) + UNLOAD_S
+
+
 # The first move of a mount, by the one price of a move: to mid-tape, and to the first file.
 FIRST_MID_S = float(from_load_point_s(LTO7, np.array([3e12]))[0])
 FIRST_START_S = float(from_load_point_s(LTO7, np.array([0.0]))[0])
@@ -62,7 +69,7 @@ def run(
 def test_one_file_on_one_tape_costs_mount_locate_read_and_dismount() -> None:
     one = files("A00001L7", [500], start_bytes=3 * 10**12)  # mid-tape
     result = run(one)
-    expected = MOUNT_S + FIRST_MID_S + 1.0 + STREAM_2GB_S + DISMOUNT_S
+    expected = MOUNT_S + FIRST_MID_S + 1.0 + STREAM_2GB_S + dismount_s(3e12 + GB2)
     assert result.summary.makespan_s == pytest.approx(expected)
     assert result.summary.makespan_s == pytest.approx(predict_tape(one, LTO7).total_s)
     kinds = result.events["kind"].cast(pl.String).to_list()
@@ -79,7 +86,7 @@ def test_n_adjacent_files_stream_after_one_locate() -> None:
     n = 40
     adjacent = files("A00002L7", list(range(1, n + 1)), start_bytes=[i * GB2 for i in range(n)])
     result = run(adjacent.sample(fraction=1.0, shuffle=True, seed=3), scheduler="sorted")
-    expected = MOUNT_S + FIRST_START_S + n * (1.0 + STREAM_2GB_S) + DISMOUNT_S
+    expected = MOUNT_S + FIRST_START_S + n * (1.0 + STREAM_2GB_S) + dismount_s(n * GB2)
     assert result.summary.makespan_s == pytest.approx(expected)
     reads = result.events.filter(pl.col("kind") == "read")
     assert reads["path"].to_list() == adjacent["path"].to_list()  # position order
@@ -91,7 +98,7 @@ def test_two_tapes_on_one_drive(robots: int, extra_s: float) -> None:
     """One robot brings the first tape back before it fetches the second; two overlap."""
     both = pl.concat([files(v, [500], start_bytes=3 * 10**12) for v in ("A00003L7", "A00004L7")])
     result = run(both, robots=robots)
-    per_tape = MOUNT_S + FIRST_MID_S + 1.0 + STREAM_2GB_S + DISMOUNT_S
+    per_tape = MOUNT_S + FIRST_MID_S + 1.0 + STREAM_2GB_S + dismount_s(3e12 + GB2)
     assert result.summary.makespan_s == pytest.approx(2 * per_tape + extra_s)
     assert result.summary.mounts == 2
     second = result.events.filter(pl.col("kind") == "mount").row(1, named=True)

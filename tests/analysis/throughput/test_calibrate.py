@@ -10,6 +10,8 @@ import polars as pl
 import pytest
 
 from tapelens.analysis.geometry import GEOMETRIES, gap_s
+from tapelens.analysis.geometry.locate import rewind_s as geometry_rewind_s
+from tapelens.analysis.geometry.place import place_of
 from tapelens.analysis.throughput.calibrate import (
     attach_mounts,
     calibrate,
@@ -19,7 +21,7 @@ from tapelens.analysis.throughput.calibrate import (
 )
 from tapelens.analysis.throughput.locate import Locates, fit_locates
 from tapelens.analysis.throughput.model import ModelParams, default_params, file_times
-from tapelens.analysis.throughput.moves import move_s
+from tapelens.analysis.throughput.moves import move_s, rewind_s
 from tapelens.analysis.throughput.validate import error_table, fit_figure, validate
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME
@@ -124,13 +126,27 @@ def synthetic_site(
         .alias("gap_bytes"),
         after(pl.col("start_s")).alias("started_at"),
     )
-    ends = timed.group_by("volume").agg((pl.col("start_s") + pl.col("duration_s")).max())
-    mount_rows = ends.select(
+    # Each mount rewinds, then unloads: from where its last read ends by the geometry (times
+    # `geometry_scale`, as its locates), or the media's average rewind on the curve's tape.
+    ends = (
+        timed.sort("volume", "position")
+        .group_by("volume", maintain_order=True)
+        .agg(
+            (pl.col("start_s") + pl.col("duration_s")).max(),
+            (pl.col("start_bytes") + pl.col("size_bytes")).last().cast(pl.Float64).alias("head"),
+        )
+    )
+    rewinds = pl.Series(np.full(ends.height, params.rewind_s))
+    if geometry_scale is not None:
+        shape = GEOMETRIES[params.media_type]
+        x = place_of(ends["head"].to_numpy() - 1.0, shape)[2]
+        rewinds = pl.Series(geometry_scale * geometry_rewind_s(x, shape))
+    mount_rows = ends.with_columns(rewinds.alias("rewind_s")).select(
         "volume",
         pl.lit(params.media_type).alias("media_type"),
         at.alias("requested_at"),
         after(pl.lit(params.mount_s)).alias("mounted_at"),
-        after(pl.col("start_s") + params.dismount_s).alias("dismounted_at"),
+        after(pl.col("start_s") + pl.col("rewind_s") + params.unload_s).alias("dismounted_at"),
     )
     return reads, mount_rows
 
@@ -150,8 +166,9 @@ FITTED = (
     "first_locate_base_s",
     "first_locate_slope_s",
     "mount_s",
-    "dismount_s",
 )
+# The unload is what is left after the rewind priced from the last read by the geometry: this
+# site's locates follow a curve, not the geometry (the geometry's site checks the unload below).
 
 
 @pytest.mark.slow
@@ -336,6 +353,21 @@ def test_calibration_fits_the_price_of_geometry_positioning() -> None:
     assert priced_ratio(fit.params) == pytest.approx(1.6, rel=0.05)
     plain = calibrate(*synthetic_site(TRUE, mounts=60, seed=5), default_params())["LTO-8"]
     assert priced_ratio(plain.params) != pytest.approx(1.6, rel=0.2)
+
+
+def test_calibration_fits_the_unload_left_after_the_rewind_priced_from_the_last_read() -> None:
+    # Rewinds follow the geometry as the locates do: the fitted terms price each mount's
+    # rewind from its last read's place, and what is left of the tail is the unload; the
+    # media's average rewind, kept for mounts whose last place is not known, is not refitted.
+    reads, mounts = synthetic_site(TRUE, mounts=60, geometry_scale=1.6, seed=5)
+    fit = calibrate(reads, mounts, default_params())["LTO-8"]
+    assert fit.params.unload_s == pytest.approx(TRUE.unload_s, rel=0.10)
+    assert fit.params.rewind_s == default_params()["LTO-8"].rewind_s
+    heads = np.array([1e9, 5e11, 9e12])
+    truth = 1.6 * geometry_rewind_s(
+        place_of(heads - 1.0, GEOMETRIES["LTO-8"])[2], GEOMETRIES["LTO-8"]
+    )
+    assert rewind_s(fit.params, heads) == pytest.approx(truth, rel=0.05)
 
 
 def test_validation_prices_locates_by_the_calibrated_geometry() -> None:

@@ -12,7 +12,7 @@ from tapelens.analysis.recall.baselines.direct import DirectSubmission, serve_di
 from tapelens.analysis.recall.engine import candidate_bounds
 from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.throughput.model import MB, ModelParams, default_params
-from tapelens.analysis.throughput.moves import from_load_point_s, move_s
+from tapelens.analysis.throughput.moves import from_load_point_s, move_s, rewind_s
 from tapelens.errors import InputError
 from tests.props import examples
 
@@ -66,6 +66,12 @@ def locate_back_s(p: ModelParams, after: int, position: int, size: int = GB) -> 
     return locate + p.overhead_s + size / (p.rate_mb_s * MB)
 
 
+def dismount_s(p: ModelParams, last: int, size: int = GB) -> float:
+    """A mount's end after its last read, of the file at position `last`: the rewind from where
+    that read ends, by the one price of a move, and the unload."""
+    return float(rewind_s(p, np.array([float(last * size)]))[0]) + p.unload_s
+
+
 def order_of_reads(result_reads: pl.DataFrame) -> list[int]:
     return result_reads.sort("start_s")["fid"].to_list()
 
@@ -75,7 +81,7 @@ def test_one_tape_in_reverse_position_order_locates_back_for_every_read() -> Non
         requests([("A", 30), ("A", 20), ("A", 10)]), {"LTO-8": 1}, PARAMS, READERS
     )
     back = locate_back_s(LTO8, 30, 20) + locate_back_s(LTO8, 20, 10)
-    expected = LTO8.mount_s + first_s(LTO8, 30) + back + LTO8.dismount_s
+    expected = LTO8.mount_s + first_s(LTO8, 30) + back + dismount_s(LTO8, 10)
     assert result.mounts == 1
     assert result.makespan_s == pytest.approx(expected)
     assert order_of_reads(result.reads) == [1, 2, 3]  # arrival order, not position order
@@ -106,7 +112,8 @@ def test_two_tapes_one_drive_serve_the_oldest_request_first_and_queue_behind_a_m
     assert mounts == ["B", "A"]
     b = first_s(LTO8, 5) + LTO8.overhead_s + GB / (LTO8.rate_mb_s * MB)  # gap 1: no skipped bytes
     a = first_s(LTO8, 1) + LTO8.overhead_s + GB / (LTO8.rate_mb_s * MB)
-    assert result.makespan_s == pytest.approx(2 * (LTO8.mount_s + LTO8.dismount_s) + a + b)
+    ends = dismount_s(LTO8, 6) + dismount_s(LTO8, 2)
+    assert result.makespan_s == pytest.approx(2 * LTO8.mount_s + ends + a + b)
 
 
 def test_a_request_after_the_idle_dismount_remounts_its_tape() -> None:
@@ -127,8 +134,8 @@ def test_a_request_after_the_idle_dismount_remounts_its_tape() -> None:
     second = late.reads.filter(pl.col("fid") == 2).row(0, named=True)
     assert second["end_s"] - second["start_s"] == pytest.approx(first_s(LTO8, 11))
     # It came while the tape was rewinding and unloading: the remount waits for that.
-    left = one_read + 900.0 + LTO8.dismount_s
-    remounted = LTO8.mount_s + first_s(LTO8, 11) + LTO8.dismount_s
+    left = one_read + 900.0 + dismount_s(LTO8, 10)
+    remounted = LTO8.mount_s + first_s(LTO8, 11) + dismount_s(LTO8, 11)
     assert late.makespan_s == pytest.approx(left + remounted)
 
     soon = serve_direct(
@@ -146,7 +153,7 @@ def test_an_idle_tape_gives_its_drive_to_a_waiting_request_unless_told_to_keep_i
     read = first_s(LTO8, 10)
     taken = serve_direct(asked, {"LTO-8": 1}, PARAMS, READERS, DirectSubmission(window=1))
     # A's only request is read; B's request arrives as it completes and takes the drive at once.
-    assert taken.makespan_s == pytest.approx(2 * (LTO8.mount_s + read + LTO8.dismount_s))
+    assert taken.makespan_s == pytest.approx(2 * (LTO8.mount_s + read + dismount_s(LTO8, 10)))
     kept = serve_direct(
         asked,
         {"LTO-8": 1},
@@ -163,9 +170,9 @@ def test_window_one_serialises_requests_even_with_free_drives() -> None:
     serial = serve_direct(asked, {"LTO-8": 2}, PARAMS, READERS, DirectSubmission(window=1))
     b = serial.reads.filter(pl.col("fid") == 2).row(0, named=True)
     assert b["arrive_s"] == pytest.approx(LTO8.mount_s + read)
-    assert serial.makespan_s == pytest.approx(2 * (LTO8.mount_s + read) + LTO8.dismount_s)
+    assert serial.makespan_s == pytest.approx(2 * (LTO8.mount_s + read) + dismount_s(LTO8, 10))
     parallel = serve_direct(asked, {"LTO-8": 2}, PARAMS, READERS, DirectSubmission(window=2))
-    assert parallel.makespan_s == pytest.approx(LTO8.mount_s + read + LTO8.dismount_s)
+    assert parallel.makespan_s == pytest.approx(LTO8.mount_s + read + dismount_s(LTO8, 10))
     assert set(parallel.reads["drive"]) == {"LTO-8#1", "LTO-8#2"}
 
 
