@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
 
-.PHONY: demo test test-fast fuzz setup system lint typecheck pytest clean-venv
+.PHONY: demo test test-fast fuzz setup system spark lint typecheck pytest clean-venv
 
 # DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size.
 DASHBOARDS ?= 1
@@ -20,7 +20,12 @@ demo: setup
 
 test: setup lint typecheck pytest
 
-setup: system $(STAMP)
+setup: system $(STAMP) spark
+
+# The Spark engine: Java, and Delta Lake's jars resolved once from Maven Central (the Python
+# packages come with the venv's `spark` extra). A no-op once done.
+spark: $(STAMP)
+	@VENV=$(VENV) bash scripts/install-spark
 
 # PostgreSQL 15 + TimescaleDB (built from Debian's source package; a no-op when installed).
 system:
@@ -29,7 +34,7 @@ system:
 $(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark]'
 	@touch $(STAMP)
 
 lint:

@@ -52,6 +52,28 @@ SETTINGS: tuple[Setting, ...] = (
         "edition, for `db compress`; its module must be installed). Read when the server starts.",
     ),
     Setting(
+        "engine",
+        "TAPELENS_ENGINE",
+        "postgres",
+        "Where the canonical tables and the marts live: `postgres` (the embedded TimescaleDB, or "
+        "the database of `dsn`) or `spark` (Delta Lake tables under `spark_warehouse`, worked on "
+        "by Spark at `spark_master`; docs/scaling.md).",
+    ),
+    Setting(
+        "spark_master",
+        "TAPELENS_SPARK_MASTER",
+        "local[*]",
+        "With engine `spark`: the Spark master as Spark spells it (`local[*]`, "
+        "`spark://host:7077`, `yarn`, `k8s://https://host:443`).",
+    ),
+    Setting(
+        "spark_warehouse",
+        "TAPELENS_SPARK_WAREHOUSE",
+        "(home)/spark",
+        "With engine `spark`: where the Delta tables and their catalog live, any path Spark "
+        "reaches (a local folder, `hdfs://...`, `s3a://...`).",
+    ),
+    Setting(
         "superset_password",
         "TAPELENS_SUPERSET_PASSWORD",
         "(generated, shown once)",
@@ -70,6 +92,9 @@ BY_NAME = {s.name: s for s in SETTINGS}
 
 def default_home() -> Path:
     return Path("~/.local/share/tapelens").expanduser()
+
+
+ENGINES = ("postgres", "spark")
 
 
 def markdown_table() -> str:

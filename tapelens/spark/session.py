@@ -1,0 +1,108 @@
+"""The Spark session tapelens works in: the configured master, Delta Lake, and a persistent catalog.
+
+One session per process (Spark's getOrCreate): dbt-spark's `session` method calls getOrCreate in
+the same process and so sees the same tables. The catalog of table names is a Hive metastore: on
+a local warehouse an embedded Derby database under the warehouse folder, so that the tables of
+one run are there in the next; on a cluster, the metastore the site's Spark configuration names
+(hive-site.xml, spark-defaults.conf).
+
+Delta Lake's jars come from Maven Central through Spark's own resolver (spark.jars.packages).
+`scripts/install-spark` resolves them once at install time, into Spark's Ivy cache
+(~/.ivy2.5.2), where every later session finds them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from tapelens.errors import ConfigError
+
+SCALA = "2.13"
+
+# Small-machine defaults a site overrides through `conf` (or spark-defaults.conf on a cluster).
+DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "16",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # Delta Lake: its SQL (MERGE, RESTORE, DESCRIBE HISTORY) and its catalog for spark_catalog.
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def delta_package() -> str:
+    """The Maven coordinate of the Delta Lake jar that matches the installed delta-spark and
+    pyspark wheels (Delta names its artifact after Spark's major.minor: delta-spark_4.2_2.13)."""
+    try:
+        delta = metadata.version("delta-spark")
+        spark = metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        raise ConfigError(
+            "engine",
+            "--engine, TAPELENS_ENGINE",
+            "spark needs pyspark and delta-spark: run `make setup` (or pip install -e '.[spark]')",
+        ) from None
+    minor = ".".join(spark.split(".")[:2])
+    return f"io.delta:delta-spark_{minor}_{SCALA}:{delta}"
+
+
+def is_local(path: str) -> bool:
+    """A warehouse on this machine's disk (a plain path or file:), not HDFS, S3 or the like."""
+    return "://" not in path or path.startswith("file:")
+
+
+def local_path(path: str) -> Path:
+    return Path(path.removeprefix("file://").removeprefix("file:")).expanduser().absolute()
+
+
+def spark_session(
+    master: str,
+    warehouse: str | Path,
+    *,
+    app_name: str = "tapelens",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """The process's Spark session on `master` with Delta Lake, its tables under `warehouse`.
+
+    `warehouse` is any path Spark reaches: a local folder (the Delta tables in its `tables`
+    folder, the embedded metastore in `metastore_db`), or `hdfs://`, `s3a://`... (the tables
+    there, the metastore the site configures). `conf` sets further Spark settings; they win
+    over tapelens's small-machine defaults. A session already running in the process is
+    returned as it is (Spark keeps one per process)."""
+    where = str(warehouse)
+    package = delta_package()
+    settings = dict(DEFAULTS)
+    if is_local(where):
+        root = local_path(where)
+        root.mkdir(parents=True, exist_ok=True)
+        settings["spark.sql.warehouse.dir"] = (root / "tables").as_uri()
+        settings["javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
+        )
+        # derby.log beside the metastore rather than in the working directory.
+        settings["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={root}"
+    else:
+        settings["spark.sql.warehouse.dir"] = where.rstrip("/") + "/tables"
+    # Resolved through the local Ivy cache once scripts/install-spark has filled it.
+    settings["spark.jars.packages"] = package
+    settings.update(conf or {})
+    # The executors' Python is this one (pyspark and tapelens are installed in it).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name).enableHiveSupport()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def stop_session() -> None:
+    """Stop the process's Spark session and its JVM, if one runs."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
