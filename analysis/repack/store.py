@@ -9,8 +9,8 @@ candidates the throughput model weighs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -18,6 +18,7 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.dedup import plan as dedup
+from tapelens.analysis.recall.engine import readable_media
 from tapelens.analysis.repack import scenarios
 from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
@@ -37,10 +38,17 @@ SCATTERED_MIN_MEAN_GAP = 1.2
 Progress = Callable[[str], None]
 
 
+# What a file left out is named by, as plan recall names its unavailable files.
+UNAVAILABLE = {"path": pl.String, "file_id": pl.String, "size_bytes": pl.Int64, "reason": pl.String}
+
+
 @dataclass(frozen=True)
 class RepackAdvice:
     candidates: pl.DataFrame  # analysis.repack.advisor.COLUMNS, ranked
     summary: dict[str, Any]
+    # Files a candidate's recall reads now from media no given drive reads (path, file_id,
+    # size_bytes, reason): the recall engine leaves them out of the recall figures.
+    unavailable: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UNAVAILABLE))
 
     def top(self, n: int) -> pl.DataFrame:
         return self.candidates.head(n)
@@ -62,17 +70,26 @@ def advise(
     params = {m: p for m, (p, _) in params_in_use(conn).items()}
     readers = readable_by(conn)
     _require_marts(conn)
+    read = CopyReader(frozenset(readable_media(options.drive_counts, readers)))
     built: list[tuple[pl.DataFrame, scenarios.Scenario]] = []
     for kind in options.kinds:
         say(f"screening {kind}")
-        found = SCREENS[kind](conn, options, params)
+        found = SCREENS[kind](conn, options, params, read)
         if found[0].height:
             say(f"weighing {found[0].height} {kind} candidate(s)")
             built.append(found)
-    if not built:
-        return RepackAdvice(empty_ranking(), _summary(empty_ranking(), options))
-    candidates = pl.concat([c for c, _ in built], how="diagonal_relaxed")
+    unavailable = read.unavailable()
+    candidates = pl.concat([c for c, _ in built], how="diagonal_relaxed") if built else None
     scenario = scenarios.Scenario.concat([s for _, s in built])
+    if unavailable.height and scenario.now.is_empty():
+        drives = ",".join(f"{d}:{n}" for d, n in options.drive_counts.items())
+        why = ", ".join(sorted(unavailable["reason"].unique().to_list()))
+        raise InputError(
+            f"nothing to weigh on drives {drives}: the candidates' files have no"
+            f" readable copy ({why})"
+        )
+    if candidates is None:
+        return RepackAdvice(empty_ranking(), _summary(empty_ranking(), options), unavailable)
     ranked = weigh(
         candidates,
         scenario.now,
@@ -83,7 +100,52 @@ def advise(
         options,
         readers,
     )
-    return RepackAdvice(ranked, _summary(ranked, options))
+    return RepackAdvice(ranked, _summary(ranked, options), unavailable)
+
+
+@dataclass
+class CopyReader:
+    """The candidates' live copies as the screens read them, those on media no given drive
+    reads set aside: the recall engine could not time their recall, and a repack is weighed
+    on what the drives read. A file none of whose copies is readable is unavailable, named
+    and with its reason as plan recall names its own."""
+
+    readable: frozenset[str]
+    kept: list[pl.DataFrame] = field(default_factory=list)
+    lost: list[pl.DataFrame] = field(default_factory=list)
+
+    def __call__(
+        self, conn: psycopg.Connection, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
+    ) -> pl.DataFrame:
+        copies = read_live_copies(conn, datasets=datasets, volumes=volumes)
+        can = pl.col("media_type").is_in(list(self.readable))
+        self.kept.append(copies.filter(can).select("file_id"))
+        self.lost.append(copies.filter(~can))
+        return copies.filter(can)
+
+    def unavailable(self) -> pl.DataFrame:
+        if not self.lost:
+            return pl.DataFrame(schema=UNAVAILABLE)
+        lost = pl.concat(self.lost, how="vertical_relaxed")
+        kept = pl.concat(self.kept, how="vertical_relaxed") if self.kept else lost.clear()
+        unknown = pl.col("media_type").is_null() | (pl.col("media_type") == "unknown")
+        return (
+            lost.join(kept.select("file_id"), on="file_id", how="anti")
+            .with_columns(
+                pl.when(unknown)
+                .then(pl.lit("unknown media type"))
+                .otherwise(pl.format("no drive reads {}", pl.col("media_type")))
+                .alias("reason")
+            )
+            .group_by("file_id")
+            .agg(
+                pl.col("path").first(),
+                pl.col("size_bytes").first().cast(pl.Int64),
+                pl.col("reason").unique().sort().str.join("; "),
+            )
+            .select(*UNAVAILABLE)
+            .sort("path")
+        )
 
 
 def _options_dict(options: RepackOptions) -> dict[str, Any]:
@@ -121,13 +183,22 @@ def _require_marts(conn: psycopg.Connection) -> None:
         raise InputError("the marts are missing: run `tapelens marts build` first")
 
 
+def _with_readable_copies(found: pl.DataFrame, copies: pl.DataFrame, column: str) -> pl.DataFrame:
+    """The candidates (target: a dataset or a volume) left with a copy the drives read; the
+    others' files are all unavailable (CopyReader), and there is no recall of them to weigh."""
+    return found.filter(pl.col("target").is_in(copies[column].unique().implode()))
+
+
 def _frame(conn: psycopg.Connection, query: sql.Composable, names: list[str]) -> pl.DataFrame:
     rows = fetch(conn, query)
     return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
 
 
 def _screen_scattered(
-    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+    conn: psycopg.Connection,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    read: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     query = sql.SQL(
         """select dataset, files, size_bytes, tapes_used, coalesce(tapes_needed, 1),
@@ -150,7 +221,10 @@ def _screen_scattered(
     found = _frame(conn, query, names)
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    copies = read_live_copies(conn, datasets=found["target"].to_list())
+    copies = read(conn, datasets=found["target"].to_list())
+    found = _with_readable_copies(found, copies, "dataset")
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
     freed = _tapes_only_of(conn, copies)
     built = []
     for dataset in found["target"].to_list():
@@ -173,7 +247,10 @@ def _screen_scattered(
 
 
 def _screen_small_files(
-    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+    conn: psycopg.Connection,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    read: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     query = sql.SQL(
         """with aggregated as (
@@ -195,7 +272,10 @@ def _screen_small_files(
     found = _frame(conn, query, ["target", "files", "bytes", "small_files", "loose"])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    copies = read_live_copies(conn, datasets=found["target"].to_list())
+    copies = read(conn, datasets=found["target"].to_list())
+    found = _with_readable_copies(found, copies, "dataset")
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
     freed = _tapes_only_of(conn, copies)
     built = [
         scenarios.containerised(
@@ -219,7 +299,10 @@ def _screen_small_files(
 
 
 def _screen_stray(
-    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+    conn: psycopg.Connection,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    read: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     query = sql.SQL(
         """select volume, files, live_bytes, duplicate_copies, capacity_bytes
@@ -232,7 +315,11 @@ def _screen_stray(
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
-    copies = read_live_copies(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    copies = read(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    found = _with_readable_copies(found, copies, "volume")
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    volumes = found["target"].to_list()
     plan = dedup.classify_copies(copies)
     retired = plan.filter((pl.col("action") == "retire") & pl.col("volume").is_in(volumes))
     per_volume = retired.group_by("volume").agg(
@@ -284,7 +371,10 @@ def _screen_stray(
 
 
 def _screen_low_occupancy(
-    conn: psycopg.Connection, options: RepackOptions, params: Mapping[str, ModelParams]
+    conn: psycopg.Connection,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    read: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     query = sql.SQL(
         """select volume, files, live_bytes, capacity_bytes, occupancy, state
@@ -304,7 +394,11 @@ def _screen_low_occupancy(
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
-    copies = read_live_copies(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    copies = read(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    found = _with_readable_copies(found, copies, "volume")
+    if found.height == 0:
+        return found, scenarios.Scenario.concat([])
+    volumes = found["target"].to_list()
     built = []
     for volume in volumes:
         mine = copies.filter(pl.col("volume") == volume).select("dataset").unique()
@@ -414,7 +508,7 @@ def _dataset_candidates(
 SCREENS: dict[
     str,
     Callable[
-        [psycopg.Connection, RepackOptions, Mapping[str, ModelParams]],
+        [psycopg.Connection, RepackOptions, Mapping[str, ModelParams], CopyReader],
         tuple[pl.DataFrame, scenarios.Scenario],
     ],
 ] = {

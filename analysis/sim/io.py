@@ -12,7 +12,7 @@ plan and its simulation time reads the same way."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,12 +125,17 @@ def _media_and_objects(
 
 
 def load_requests(
-    conn: psycopg.Connection, path: str | Path, assume_media: str | None = None
+    conn: psycopg.Connection,
+    path: str | Path,
+    assume_media: str | None = None,
+    readable_media: Collection[str] | None = None,
 ) -> SimInput:
     """A request list resolved to one live copy per file (the newest), in submission order,
-    with submit_s counted from the earliest submitted_at (requests without one come at 0)."""
+    with submit_s counted from the earliest submitted_at (requests without one come at 0).
+    With `readable_media` (the media the library's drives read), only copies on those count,
+    and a file with none is unavailable ("no drive reads ..."), as plan recall resolves it."""
     requests = read_requests(path)
-    resolution = resolve(requests, load_catalog(conn, requests))
+    resolution = resolve(requests, load_catalog(conn, requests), readable_media)
     newest = resolution.copies.sort(
         ["written_at", "copy_no"], descending=True, nulls_last=True, maintain_order=True
     ).unique("file_id", keep="first", maintain_order=True)

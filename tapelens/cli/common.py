@@ -14,7 +14,6 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.recall.schedule.read_order import ORDERS
-from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.frames import sorted_and_cut
@@ -286,6 +285,9 @@ def written_between_options(fn: F) -> F:
 def write_stream_options(fn: F) -> F:
     """--sort-window, --batch-bytes and --write-drives: how the site migrates its disk cache to
     tape, as every replay of the write stream takes them."""
+    # Here, not at the top: the replay's imports are heavy and most commands never replay.
+    from tapelens.analysis.whatif.replay import DEFAULT_WRITE_DRIVES
+
     fn = click.option(
         "--write-drives",
         type=click.IntRange(1),
@@ -380,3 +382,22 @@ def say_left_out(
             click.echo(
                 f"  ... {frame.height - LISTED:,} more: {option} lists them all beside it", err=True
             )
+
+def refuse_left_out(
+    not_found: pl.DataFrame,
+    unavailable: pl.DataFrame,
+    beside: Path | None,
+    option: str,
+) -> list[Path]:
+    """Nothing left out in silence: the requests not found and the files without a readable
+    copy written beside `beside` (FILE.not_found.csv, FILE.unavailable.csv, as plan recall -o
+    writes them), then counted on stderr by cause with where their list is (say_left_out)."""
+    from tapelens.analysis.recall.exports.export import write_left_out
+
+    written = []
+    if beside is not None:
+        written = write_left_out(not_found, unavailable, beside.parent, beside.stem)
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
+    say_left_out(not_found, unavailable, written, option)
+    return written

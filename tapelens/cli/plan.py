@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import click
-import polars as pl
 
 from tapelens.analysis.recall.baselines.direct import DirectSubmission
 from tapelens.analysis.recall.engine import OBJECTIVES
@@ -30,6 +29,7 @@ from tapelens.cli.common import (
     need_export_dir,
     order_option,
     pass_app,
+    refuse_left_out,
     say_left_out,
 )
 from tapelens.cli.groups import BY_NAME
@@ -196,26 +196,6 @@ def _csv_only(output: str | None, what: str, instead: str) -> None:
         )
 
 
-def _write_left_out(not_found: pl.DataFrame, unavailable: pl.DataFrame, beside: Path) -> list[Path]:
-    """The requests not found and the files unavailable beside `beside` (FILE.not_found.csv,
-    FILE.unavailable.csv), as plan recall -o writes them; only those there are."""
-    written = []
-    if not_found.height:
-        target = beside.parent / f"{beside.stem}.not_found.csv"
-        cause = ["cause"] if "cause" in not_found.columns else []
-        not_found.select(
-            pl.col("line_no").alias("line"), "kind", "key", "requester", *cause
-        ).write_csv(target)
-        written.append(target)
-    if unavailable.height:
-        target = beside.parent / f"{beside.stem}.unavailable.csv"
-        unavailable.select("path", "file_id", "size_bytes", "reason").write_csv(target)
-        written.append(target)
-    for path in written:
-        click.echo(f"wrote {path}", err=True)
-    return written
-
-
 class _Steps(Progress):
     """The plan's steps on stderr (tapelens.cli.progress): the catalog read first, which is one
     statement PostgreSQL reports no progress of, then planning, which every later step does."""
@@ -286,10 +266,8 @@ def policies_cmd(
     compared = compare_policies(asked, catalog, params, options, chosen, readers)
     if compared.table["files"].sum() == 0:
         raise InputError("nothing to recall: no requested file has a readable copy on these drives")
-    written = []
-    if output:
-        written = _write_left_out(compared.not_found, compared.unavailable, Path(output))
-    say_left_out(compared.not_found, compared.unavailable, written, "-o FILE")
+    beside = Path(output) if output else None
+    refuse_left_out(compared.not_found, compared.unavailable, beside, "-o FILE")
     frame = compared.served if by_requester else compared.table
     emit(frame, fmt, output, keep=("makespan_s", "mounts", "fairness", "files"))
 

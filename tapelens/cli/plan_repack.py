@@ -19,6 +19,7 @@ from tapelens.cli.common import (
     hidden_alias,
     need_export_dir,
     pass_app,
+    refuse_left_out,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import chosen_format, emit, format_option
@@ -143,6 +144,10 @@ def repack(
     if plot_file:
         plot_gain_cost(advice.candidates, Path(plot_file))
         click.echo(f"wrote {plot_file}", err=True)
+    # Files on media no given drive reads are out of the recall figures: said, and listed
+    # beside -o FILE (else in --export-dir), as plan recall lists them.
+    beside = Path(output) if output else Path(export_dir) / "repack" if export_dir else None
+    refuse_left_out(pl.DataFrame(), advice.unavailable, beside, "-o FILE")
     fmt = chosen_format(fmt, output)
     emit(_printable(ranked, fmt), fmt, output, keep=DECIDES)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -28,7 +29,7 @@ from tapelens.cli.common import (
     drives_or_inventory,
     order_option,
     pass_app,
-    say_left_out,
+    refuse_left_out,
 )
 from tapelens.cli.output import emit_summary, summary_format_option
 from tapelens.db import connection
@@ -107,20 +108,31 @@ def group(app: App, plan: str | None, requests_file: str | None, **opts: Any) ->
     )
     with connection(app.dsn()) as conn:
         params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
-        if plan is not None:
-            source = sim_io.load_plan(conn, plan, opts["assume_media"])
-        else:
-            source = sim_io.load_requests(conn, str(requests_file), opts["assume_media"])
         # A plan names its drives; a request list takes --drives, else the inventory's.
         counts = (
             drives_or_inventory(conn, opts["drives"]) if opts["drives"] or plan is None else None
         )
+        if plan is not None:
+            source = sim_io.load_plan(conn, plan, opts["assume_media"])
+        else:
+            from tapelens.analysis.recall.engine import readable_media
+
+            # Only copies on media the library's drives read: a file with none is left out
+            # with its reason, as plan recall leaves it out.
+            readable = readable_media(counts or {}, store.readable_by(conn))
+            source = sim_io.load_requests(conn, str(requests_file), opts["assume_media"], readable)
     if counts is not None:
         library = Library.from_counts(counts, opts["robots"], opts["robot_s"])
     else:
         library = Library.from_names(list(source.drives), opts["robots"], opts["robot_s"])
-    # What the request list names but the library cannot read is said, as plan recall says it.
-    say_left_out(source.not_found, source.unavailable, [], "plan recall REQUESTS -o FILE")
+    # What the request list names but the library cannot read is said, as plan recall says it,
+    # its list beside --summary FILE.
+    beside = Path(opts["summary_file"]) if opts["summary_file"] else None
+    refuse_left_out(source.not_found, source.unavailable, beside, "--summary FILE")
+    if source.requests.height == 0:
+        raise InputError(
+            "nothing to simulate: no requested file has a readable copy on these drives"
+        )
     result = simulate(source.requests, library, params, config, np.random.default_rng(opts["seed"]))
     summary = sim_io.summary_dict(result, source)
     if opts["summary_file"]:

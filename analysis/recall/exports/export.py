@@ -100,18 +100,28 @@ def nothing_to_recall(plan: RecallPlan) -> str:
 def write_problems(plan: RecallPlan, directory: Path, stem: str = "") -> list[Path]:
     """not_found (requests the catalog does not know) and unavailable (files without a readable
     copy) next to the plan, only when there are any."""
+    return write_left_out(plan.not_found, plan.unavailable, directory, stem)
+
+
+def write_left_out(
+    not_found: pl.DataFrame, unavailable: pl.DataFrame, directory: Path, stem: str = ""
+) -> list[Path]:
+    """What a command left out, as every command that plans, predicts or simulates reads
+    writes it: the requests the catalog does not know ([STEM.]not_found.csv: line, kind, key,
+    requester, cause) and the files without a readable copy ([STEM.]unavailable.csv: path,
+    file_id, size_bytes, reason), only those there are."""
     written = []
     prefix = f"{stem}." if stem else ""
-    if plan.not_found.height:
+    if not_found.height:
         target = directory / f"{prefix}not_found.csv"
-        cause = ["cause"] if "cause" in plan.not_found.columns else []
-        plan.not_found.select(
+        cause = ["cause"] if "cause" in not_found.columns else []
+        not_found.select(
             pl.col("line_no").alias("line"), "kind", "key", "requester", *cause
         ).write_csv(target)
         written.append(target)
-    if plan.unavailable.height:
+    if unavailable.height:
         target = directory / f"{prefix}unavailable.csv"
-        plan.unavailable.select("path", "file_id", "size_bytes", "reason").write_csv(target)
+        unavailable.select("path", "file_id", "size_bytes", "reason").write_csv(target)
         written.append(target)
     return written
 

@@ -101,7 +101,9 @@ def test_simulate_command_writes_summary_events_and_plot(catalog: str, tmp_path:
     assert printed == json.loads(summary.read_text())
     assert printed["files"] == printed["files_delivered"] == 11
     assert printed["not_found"] == 1
-    assert "1 request not found (not in the catalog: 1):\n  line " in result.stderr
+    listed = tmp_path / "s.not_found.csv"  # beside --summary, as plan recall -o writes it
+    assert f"1 request not found (not in the catalog: 1): {listed}" in result.stderr
+    assert "/data/ds1/nope" in listed.read_text()
     assert printed["mounts"] >= 2 and printed["scheduler"] == "sorted"
     assert set(printed["requester_done_s"]) == {"alice", "bob"}
     frame = pl.read_parquet(events)
