@@ -20,11 +20,13 @@ AfterLoad = Callable[[psycopg.Cursor, str, int], None]
 class Format:
     kind: str  # catalog | transfers | mounts | tapes | hints
     name: str  # as given to --format
-    module: str  # module in tapelens.ingest.formats
-    function: str  # its parse function
     source: str  # default value of `source` for rows it loads
-    per_volume: bool = False  # a listing of some volumes, not of the whole catalog
     help: str = ""
+    # The module in tapelens.ingest.formats that reads it: by default the name as a module
+    # name (hpss-lsp -> hpss_lsp), the kind's for a plain csv (csv of tapes -> tapes_csv).
+    module: str = ""
+    function: str = "parse"  # the module's parse function
+    per_volume: bool = False  # a listing of some volumes, not of the whole catalog
     # A function of the module run in the load's transaction after the upsert, as
     # fn(cursor, source, run_id) -> None (e.g. pairing mount events with earlier loads').
     after_load: str | None = None
@@ -51,6 +53,11 @@ class Format:
     # that stored line digests no longer match and a newer dump reads every line once more.
     line_reading: int = 1
 
+    def __post_init__(self) -> None:
+        if not self.module:
+            named = f"{self.kind}_csv" if self.name == "csv" else self.name.replace("-", "_")
+            object.__setattr__(self, "module", named)
+
     def parser(self) -> ParseFn:
         module = importlib.import_module(f"tapelens.ingest.formats.{self.module}")
         fn: ParseFn = getattr(module, self.function)
@@ -65,22 +72,12 @@ class Format:
 
 
 FORMATS: tuple[Format, ...] = (
-    Format(
-        "catalog",
-        "hpss-lsp",
-        "hpss_lsp",
-        "parse",
-        "hpss",
-        help="HPSS `hsi ls -P` listing",
-        file_id_is_path=True,
-    ),
+    Format("catalog", "hpss-lsp", "hpss", "HPSS `hsi ls -P` listing", file_id_is_path=True),
     Format(
         "catalog",
         "tsm-contents",
-        "tsm_contents",
-        "parse",
         "tsm",
-        help="TSM `select * from contents` (+ --archives FILE for write dates)",
+        "TSM `select * from contents` (+ --archives FILE for write dates)",
         listing_ranks=True,
         lines_stand_alone=True,
         input_options=("archives",),
@@ -88,134 +85,92 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "catalog",
         "tsm-qcontent",
-        "tsm_qcontent",
-        "parse",
         "tsm",
+        "TSM `query content VOL f=d`, one volume per file",
         per_volume=True,
-        help="TSM `query content VOL f=d`, one volume per file",
         listing_ranks=True,
     ),
     Format(
         "catalog",
         "cta-tf",
-        "cta_tf",
-        "parse",
         "cta",
-        help="CTA `tf ls`, text or JSON",
+        "CTA `tf ls`, text or JSON",
         lines_stand_alone=True,
         padded_lines=True,
     ),
     Format(
         "catalog",
         "enstore-list",
-        "enstore_list",
-        "parse",
         "enstore",
+        "Enstore `info --list VOL`",
         per_volume=True,
-        help="Enstore `info --list VOL`",
         file_id_is_path=True,
     ),
-    Format(
-        "catalog",
-        "csv",
-        "catalog_csv",
-        "parse",
-        "csv",
-        help="CSV/Parquet with canonical columns or a --mapping YAML",
-    ),
-    Format(
-        "transfers",
-        "dcache-billing",
-        "dcache_billing",
-        "parse",
-        "dcache",
-        help="dCache billing text (restore/store records)",
-    ),
-    Format("transfers", "cta-taped", "cta_taped", "parse", "cta", help="CTA tape daemon JSON log"),
-    Format(
-        "transfers",
-        "staging-csv",
-        "staging_csv",
-        "parse",
-        "staging",
-        help="staging-queue CSV export (TReqS-style)",
-    ),
-    Format("transfers", "csv", "transfers_csv", "parse", "csv", help="canonical transfers CSV"),
+    Format("catalog", "csv", "csv", "CSV/Parquet with canonical columns or a --mapping YAML"),
+    Format("transfers", "dcache-billing", "dcache", "dCache billing text (restore/store records)"),
+    Format("transfers", "cta-taped", "cta", "CTA tape daemon JSON log"),
+    Format("transfers", "staging-csv", "staging", "staging-queue CSV export (TReqS-style)"),
+    Format("transfers", "csv", "csv", "canonical transfers CSV"),
     Format(
         "mounts",
         "hpss-pvl",
-        "hpss_pvl",
-        "parse",
         "hpss",
-        help="HPSS PVL/PVR log (rotated files in any order: mounts split across them are joined)",
+        "HPSS PVL/PVR log (rotated files in any order: mounts split across them are joined)",
         after_load="merge_open_mounts",
     ),
     Format(
         "mounts",
         "cta-taped",
-        "cta_taped",
-        "parse_mounts",
         "cta",
-        help="CTA tape daemon JSON log (tape sessions)",
+        "CTA tape daemon JSON log (tape sessions)",
+        function="parse_mounts",
     ),
-    Format("mounts", "csv", "mounts_csv", "parse", "csv", help="ACSLS/library CSV export"),
+    Format("mounts", "csv", "csv", "ACSLS/library CSV export"),
     Format(
         "tapes",
         "csv",
-        "tapes_csv",
-        "parse",
         "inventory",
-        help="tape inventory CSV (canonical, CTA, Spectrum Protect, HPSS or Enstore state words)",
+        "tape inventory CSV (canonical, CTA, Spectrum Protect, HPSS or Enstore state words)",
     ),
-    Format(
-        "tapes",
-        "cta-tape-ls",
-        "cta_tape_ls",
-        "parse",
-        "inventory",
-        help="CTA `cta-admin tape ls`, text table or --json",
-    ),
+    Format("tapes", "cta-tape-ls", "inventory", "CTA `cta-admin tape ls`, text table or --json"),
     Format(
         "tapes",
         "tsm-volumes",
-        "tsm_volumes",
-        "parse",
         "inventory",
-        help="Spectrum Protect `select * from volumes` (dsmadmc -comma, with a header)",
+        "Spectrum Protect `select * from volumes` (dsmadmc -comma, with a header)",
     ),
     Format(
         "tapes",
         "enstore-vols",
-        "enstore_vols",
-        "parse",
         "inventory",
-        help="Enstore `enstore vol --vols` (label, avail., system inhibit, library, family)",
+        "Enstore `enstore vol --vols` (label, avail., system inhibit, library, family)",
     ),
+    # The three hint inputs share one module, each with its own parse function.
     Format(
         "hints",
         "fts-files",
-        "wlcg_hints_inputs",
-        "parse_fts",
         "fts",
-        help="FTS t_file records with archive_metadata (mysql -B or CSV, with a header)",
+        "FTS t_file records with archive_metadata (mysql -B or CSV, with a header)",
+        module="wlcg_hints_inputs",
+        function="parse_fts",
         after_load="mark_contradictions",
     ),
     Format(
         "hints",
         "csv",
-        "wlcg_hints_inputs",
-        "parse_csv",
         "csv",
-        help="CSV with a path or file id, a write time and the WLCG archive metadata column",
+        "CSV with a path or file id, a write time and the WLCG archive metadata column",
+        module="wlcg_hints_inputs",
+        function="parse_csv",
         after_load="mark_contradictions",
     ),
     Format(
         "hints",
         "kit",
-        "wlcg_hints_inputs",
-        "parse_kit",
         "kit",
-        help="CSV with KIT's dataset_name, dataset_length, dataset_bytes per written file",
+        "CSV with KIT's dataset_name, dataset_length, dataset_bytes per written file",
+        module="wlcg_hints_inputs",
+        function="parse_kit",
         after_load="mark_contradictions",
     ),
 )
