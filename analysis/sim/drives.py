@@ -191,7 +191,8 @@ def next_read(s: SimState, drv: DriveState, now: float) -> None:
 
 def work_done(s: SimState, drv: DriveState, now: float) -> None:
     """The drive's list is read: the next tape of its plan, or whatever its scheduler
-    gives it; once nothing at all is left to read, every idle drive dismounts."""
+    gives it; once nothing at all is left to read, every idle drive dismounts (from when it
+    fell idle)."""
     if drv.planned and drv.tape >= 0:
         drv.plan_i += 1
         s.pool.plan_reserved[drv.tape] = -1
@@ -204,9 +205,13 @@ def work_done(s: SimState, drv: DriveState, now: float) -> None:
         drv.planned = False
     s.schedule(s, drv, now)
     if drv.phase == IDLE and s.to_read == 0:
+        # The recall is read: each tape still held is rewound and unloaded from when its drive
+        # fell idle, as a plan's mounts are (its rewind, priced from where its last read
+        # ended, may be longer than that of the tape read last).
         for d in list(s.idle):
-            if s.drives[d].tape >= 0:
-                unmount(s, s.drives[d], now)
+            other = s.drives[d]
+            if other.tape >= 0:
+                unmount(s, other, other.idle_since)
     elif drv.phase == IDLE:
         unstall(s, now)
 

@@ -313,6 +313,47 @@ def test_fifo_mounts_as_the_direct_submission_baseline_does(
     assert simulated.summary.mounts == direct.mounts
 
 
+@pytest.mark.parametrize("window", [None, 1, 3, 7])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fifo_reads_every_request_when_and_where_direct_submission_does(
+    window: int | None, seed: int
+) -> None:
+    # One service discipline in two places: the simulator's fifo scheduler and the planner's
+    # direct-submission baseline read each request of a shuffled list on the same drive, at
+    # the same time, mount as often and end together (a tape still held when the last file
+    # is read is rewound from when its drive fell idle, in both).
+    rng = np.random.default_rng(seed)
+    parts = []
+    for t in range(4):
+        positions = np.sort(rng.choice(np.arange(1, 200), 5, replace=False)).tolist()
+        parts.append(
+            files(f"F0000{t}L8", positions, media_type="LTO-8").with_columns(
+                ((pl.col("position") - 1) * GB2).alias("start_bytes")
+            )
+        )
+    shuffled = pl.concat(parts).sample(fraction=1.0, shuffle=True, seed=seed)
+    simulated = run(shuffled, drives=2, robots=4, scheduler="fifo", window=window)
+    requests = shuffled.with_row_index("fid").with_columns(
+        pl.col("fid").cast(pl.Int64), pl.lit(None, pl.Int64).alias("offset_bytes")
+    )
+    direct = serve_direct(
+        requests, {"LTO-8": 2}, PARAMS, readable_by_catalog(), DirectSubmission(window=window)
+    )
+    assert simulated.summary.mounts == direct.mounts
+    assert simulated.summary.makespan_s == pytest.approx(direct.makespan_s)
+    sim_reads = simulated.events.filter(pl.col("kind") == "read").select(
+        "path", "drive", "start_s", "end_s"
+    )
+    direct_reads = direct.reads.join(requests.select("fid", "path"), on="fid").select(
+        "path", "drive", "start_s", "end_s"
+    )
+    both = direct_reads.join(sim_reads, on="path", suffix="_sim")
+    assert both.height == shuffled.height
+    assert both["drive"].to_list() == both["drive_sim"].to_list()
+    assert both["start_s"].to_list() == pytest.approx(both["start_s_sim"].to_list())
+    assert both["end_s"].to_list() == pytest.approx(both["end_s_sim"].to_list())
+
+
 @pytest.mark.parametrize(("gap_s", "mounts"), [(899.0, 1), (901.0, 2)])
 def test_fifo_dismounts_a_tape_left_idle_for_the_dismount_delay(gap_s: float, mounts: int) -> None:
     # A request that comes after its tape has been idle for the delay finds it gone: a remount.
