@@ -12,6 +12,7 @@ from datetime import datetime
 
 import polars as pl
 
+from tapelens.analysis.recall.datasets.stored import TAPES as PLACED_TAPES
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
 from tapelens.frames import sorted_and_cut
@@ -92,20 +93,22 @@ def gaps_query(by: str, f: ReportFilter) -> tuple[str, list]:
             f" from {M}.fct_file_gaps{where} group by 1, 2) g order by 1, 2",
             params,
         )
-    where, params = _where(f, "last_written_at")
-    key = "dataset, dataset_type" if by == "dataset" else "volume, media_type"
-    # Ranked by the absolute cost (drive time a full read spends beyond the files' own bytes),
-    # with the ratios beside it: a one-file dataset with a large gap wastes little.
+    where, params = _where(f, "g.last_written_at", "g.dataset_type")
+    key = "g.dataset, g.dataset_type" if by == "dataset" else "g.volume, g.media_type"
+    # Ranked by the absolute cost, the placement cost the recall engine prices after each
+    # marts build (analysis/recall/datasets), summed over the tapes kept, with the ratios
+    # beside it: a one-file dataset with a large gap costs little. files counts live copies.
     return (
         f"select {key}, count(*)::bigint as {'tapes' if by == 'dataset' else 'datasets'},"
-        f" sum(files)::bigint as files,"
-        f" sum(wasted_drive_s)::float8 as wasted_drive_s,"
-        f" {_stats('n_counted_gaps', 'sum_posdiff', 'sum_posdiff_sq')},"
-        f" sum(n_locates)::bigint as locates,"
-        f" (sum(size_bytes)::float8"
-        f"  / nullif(sum(size_bytes + counted_gap_bytes), 0)) as rate_factor"
-        f" from {M}.fct_dataset_tape_waste{where} group by {key}"
-        f" order by wasted_drive_s desc nulls last, mu desc nulls last, {key}",
+        f" sum(g.files)::bigint as copies,"
+        f" coalesce(sum(p.placement_cost_s), 0)::float8 as placement_cost_s,"
+        f" {_stats('g.n_counted_gaps', 'g.sum_posdiff', 'g.sum_posdiff_sq')},"
+        f" sum(g.n_locates)::bigint as locates,"
+        f" (sum(g.size_bytes)::float8"
+        f"  / nullif(sum(g.size_bytes + g.counted_gap_bytes), 0)) as rate_factor"
+        f" from {M}.fct_dataset_tape_gaps as g left join {M}.{PLACED_TAPES} as p"
+        f" on p.dataset = g.dataset and p.volume = g.volume{where} group by {key}"
+        f" order by placement_cost_s desc, mu desc nulls last, {key}",
         params,
     )
 
@@ -345,7 +348,7 @@ COUNT_COLUMN: dict[tuple[str, str], str] = {
 # The columns that decide each table: what it is ranked by and what that rests on. A table
 # fitted to a terminal never leaves them out.
 DECIDES: dict[str, tuple[str, ...]] = {
-    "gaps": ("wasted_drive_s", "mu", "n"),
+    "gaps": ("placement_cost_s", "mu", "n"),
     "duplicates": ("copies", "duplicated_files", "extra_mounts"),
     "tapes": ("tapes_used", "tapes_needed", "excess_tapes"),
     "occupancy": ("occupancy", "mean_occupancy"),

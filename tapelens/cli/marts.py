@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ import yaml
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
+from tapelens.db import connection
 from tapelens.dbt_runs import MARTS_SCHEMA, NodeDone, build
 
 marts = BY_NAME["marts"]
@@ -111,5 +113,23 @@ def build_cmd(
     click.echo(
         f"models built: {summary.models_built}  tests passed: {summary.tests_passed}  "
         f"tests failed: {summary.tests_failed}  seconds: {summary.seconds:.1f}",
+        err=True,
+    )
+    store_placement_costs(dsn)
+
+
+def store_placement_costs(dsn: str) -> None:
+    """Price every dataset's placement by the recall engine and store the figures the reports,
+    dashboards, plans and the repack advisor quote (analysis/recall/datasets/stored.py)."""
+    from tapelens.analysis.recall.datasets.stored import write_placement_costs
+
+    started = time.monotonic()
+    with connection(dsn) as conn:
+        costs = write_placement_costs(conn)
+    if costs is None:  # a selection that built no mart
+        return
+    click.echo(
+        f"placement costs: {costs.datasets.height:,} datasets priced"
+        f"  seconds: {time.monotonic() - started:.1f}",
         err=True,
     )

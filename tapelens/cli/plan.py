@@ -8,10 +8,16 @@ from pathlib import Path
 import click
 
 from tapelens.analysis.recall.baselines.direct import DirectSubmission
+from tapelens.analysis.recall.datasets.stored import read_placement_costs
 from tapelens.analysis.recall.engine import OBJECTIVES
 from tapelens.analysis.recall.exports import export as plan_export
-from tapelens.analysis.recall.plan.planner import PlanOptions
+from tapelens.analysis.recall.plan.planner import (
+    PlanOptions,
+    whole_datasets,
+    with_placement_costs,
+)
 from tapelens.analysis.recall.plan.policy_comparison import compare_policies, default_policies
+from tapelens.analysis.recall.plan.summary import summary_text
 from tapelens.analysis.recall.requests.lists import read_requests
 from tapelens.analysis.recall.schedule.policies import (
     DEFAULT_POLICY,
@@ -164,6 +170,10 @@ def recall(
                 note=lambda line: click.echo(f"tapelens: {line}", err=True),
                 progress=steps,
             )
+        # The placement cost of each whole dataset asked for, as every command quotes it.
+        whole = whole_datasets(asked)
+        if whole:
+            result = with_placement_costs(result, read_placement_costs(conn, whole))
         if save_name:
             replaced = save_plan(conn, save_name, result, params)
             click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)
@@ -183,7 +193,7 @@ def recall(
     if to_stdout:
         click.echo(json.dumps(result.summary, indent=2))
     else:
-        click.echo(plan_export.summary_text(result.summary), nl=False)
+        click.echo(summary_text(result.summary), nl=False)
 
 
 def _csv_only(output: str | None, what: str, instead: str) -> None:

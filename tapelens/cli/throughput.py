@@ -18,6 +18,7 @@ from tapelens.analysis.throughput.moves import TERM_FACTORS
 from tapelens.analysis.throughput.validate import DEFAULT_HOLDOUT, fit_figure, validate
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
+from tapelens.cli.marts import store_placement_costs
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import TapelensError
@@ -130,6 +131,7 @@ def calibrate_cmd(
             for o in stored
         }
         emit(params_table(rows), "table", None)
+        store_placement_costs(app.dsn())  # a new price: the placement costs follow it
     else:
         raise TapelensError("no parameters stored: every fit rests on too little data")
 

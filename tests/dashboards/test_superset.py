@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
+from tapelens.analysis.recall.datasets.stored import write_placement_costs
 from tapelens.cli import cli
 from tapelens.dashboards.assets import load_assets
 from tapelens.dashboards.ops import Served, reader_password, serve
@@ -78,6 +79,8 @@ def site_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
         with psycopg.connect(dsn) as conn:
             insert_site(conn)
         build(dsn, exclude=["resource_type:test", "resource_type:unit_test"])
+        with psycopg.connect(dsn) as conn:
+            write_placement_costs(conn)  # what `marts build` does after dbt
         yield dsn
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:

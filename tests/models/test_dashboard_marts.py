@@ -1,5 +1,5 @@
 """The marts the dashboards added, checked by hand against the raw tables of the dashboard site:
-tape occupancy's live flag and reclaimable bytes, capacity per pool, wasted drive-hours."""
+tape occupancy's live flag and reclaimable bytes, capacity per pool."""
 
 from __future__ import annotations
 
@@ -92,27 +92,3 @@ def test_pool_capacity_sums_the_tapes(marts: str) -> None:
         f"select sum(live_bytes) from {MARTS}.fct_pool_capacity where state = 'exported'",
     )
     assert live == (0,)
-
-
-def test_wasted_drive_hours_by_hand(marts: str) -> None:
-    with psycopg.connect(marts) as conn:
-        got = dict(
-            conn.execute(
-                f"select dataset, wasted_drive_h from {MARTS}.fct_dataset_recall_waste"
-            ).fetchall()
-        )
-        by_hand = dict(
-            conn.execute(
-                f"""select g.dataset, sum(g.counted_gap_bytes / (m.native_rate_mb_s * 1e6)
-                           + g.n_locates * m.locate_avg_s) / 3600.0
-                    from {MARTS}.fct_dataset_tape_gaps g
-                    join tapelens.media_types m using (media_type)
-                    group by g.dataset"""
-            ).fetchall()
-        )
-        datasets = conn.execute(f"select count(*) from {MARTS}.dim_datasets").fetchone()
-    assert datasets and len(got) == datasets[0] > 0
-    assert got.keys() == by_hand.keys()
-    for dataset, hours in by_hand.items():
-        assert got[dataset] == pytest.approx(float(hours), rel=1e-9), dataset
-    assert any(h > 0 for h in got.values())

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from tapelens.analysis.recall.datasets.stored import write_placement_costs
 from tapelens.analysis.reports.queries import COUNT_COLUMN, GAP_BINS, GROUPINGS
 from tapelens.cli import cli
 from tapelens.dbt_runs import build
@@ -27,6 +28,8 @@ def marts(models_dsn: str, dbt_home: Path) -> str:
     with psycopg.connect(models_dsn) as conn:
         insert_site(conn)
     build(models_dsn, exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
+    with psycopg.connect(models_dsn) as conn:
+        write_placement_costs(conn)  # what `marts build` does after dbt
     return models_dsn
 
 
@@ -102,6 +105,7 @@ def test_min_files_sort_and_limit_apply_in_that_order(marts: str) -> None:
     assert all(int(r["files"]) >= floor for r in picked)
 
 
+@pytest.mark.slow
 def test_every_grouping_names_its_count_and_sorting_by_a_wrong_column_is_refused(
     marts: str,
 ) -> None:
@@ -128,27 +132,36 @@ def test_columns_pick_and_order_in_every_format_and_wide_shows_all(marts: str) -
     assert result.exit_code != 0 and "--columns: no column nope" in result.output
 
 
-def test_gaps_by_dataset_rank_by_wasted_drive_time_as_the_dashboards_do(marts: str) -> None:
+def test_gaps_by_dataset_and_tape_rank_by_the_stored_placement_cost(marts: str) -> None:
+    """The gap report quotes the placement cost the recall engine priced after the build
+    (analysis/recall/datasets/stored.py), as the dashboards do: per dataset the stored figure,
+    per tape the sum of its datasets' shares; copies counts live copies."""
     rows = list(
         csv.DictReader(io.StringIO(report(marts, "gaps", "--by", "dataset", "--format", "csv")))
     )
-    wasted = [float(r["wasted_drive_s"]) for r in rows]
-    assert wasted == sorted(wasted, reverse=True) and wasted[0] > 0
+    cost = [float(r["placement_cost_s"]) for r in rows]
+    assert cost == sorted(cost, reverse=True) and cost[0] > 0
     with psycopg.connect(marts) as conn:
-        expected = dict(
+        stored = dict(
             conn.execute(
-                "select dataset, wasted_drive_h * 3600 from tapelens_marts.fct_dataset_recall_waste"
+                "select dataset, placement_cost_s from tapelens_marts.fct_dataset_placement_cost"
+            ).fetchall()
+        )
+        copies = dict(
+            conn.execute(
+                "select dataset, count(*) from tapelens.tape_files where removed_at is null"
+                " group by dataset"
+            ).fetchall()
+        )
+        per_tape = dict(
+            conn.execute(
+                "select volume, sum(placement_cost_s)"
+                " from tapelens_marts.fct_dataset_tape_placement_cost group by volume"
             ).fetchall()
         )
     for row in rows:
-        assert float(row["wasted_drive_s"]) == pytest.approx(expected[row["dataset"]])
-    # Checked by hand for one dataset: counted-gap bytes at the native rate, a locate each.
-    with psycopg.connect(marts) as conn:
-        (by_hand,) = conn.execute(
-            "select sum(g.counted_gap_bytes / (m.native_rate_mb_s * 1e6)"
-            " + g.n_locates * m.locate_avg_s)"
-            " from tapelens_marts.fct_dataset_tape_gaps g"
-            " join tapelens.media_types m using (media_type) where g.dataset = %s",
-            [rows[0]["dataset"]],
-        ).fetchone()
-    assert float(rows[0]["wasted_drive_s"]) == pytest.approx(by_hand)
+        assert float(row["placement_cost_s"]) == pytest.approx(stored[row["dataset"]])
+        assert int(row["copies"]) <= copies[row["dataset"]]
+    tapes = csv.DictReader(io.StringIO(report(marts, "gaps", "--by", "tape", "--format", "csv")))
+    for row in tapes:
+        assert float(row["placement_cost_s"]) == pytest.approx(per_tape.get(row["volume"], 0.0))

@@ -49,7 +49,7 @@ def test_one_unit_per_kind_durations_bytes_and_counts() -> None:
     a float prints whole, a mean of counts does not."""
     frame = pl.DataFrame(
         {
-            "wasted_drive_s": [1419.0, 41_828.0],
+            "placement_cost_s": [1419.0, 41_828.0],
             "recall_now_h": [0.5, 26.25],
             "bytes_to_retire": [153_065_783_580, 0],
             "tapes_freed": [0.0, 2.0],
@@ -59,7 +59,7 @@ def test_one_unit_per_kind_durations_bytes_and_counts() -> None:
         }
     )
     shown = human_units(frame)
-    assert shown["wasted_drive_s"].to_list() == ["0:23:39", "11:37:08"]
+    assert shown["placement_cost_s"].to_list() == ["0:23:39", "11:37:08"]
     assert shown["recall_now_h"].to_list() == ["0:30:00", "1d 2:15:00"]
     assert shown["bytes_to_retire"].to_list() == ["153.07 GB", "0 B"]
     assert shown["tapes_freed"].to_list() == [0, 2]

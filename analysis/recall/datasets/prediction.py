@@ -6,8 +6,8 @@ given drives as if the dataset were recalled alone. Ideal: the faster of two lay
 chosen copies' objects, recalled the same way: adjacent (gap 1) from the start of the fewest
 tapes of the dataset's main media type, filled to capacity ("packed"); or adjacent from the
 start of each tape they are on now ("own tapes", which wins when several drives read today's
-tapes side by side). The difference is the cost of the placement. Pure: frames and parameters
-in, one row per dataset out.
+tapes side by side). The ratio is the slowdown; what the placement costs in drive time is
+placement_cost.py's. Pure: frames and parameters in, one row per dataset out.
 """
 
 from __future__ import annotations
@@ -131,11 +131,14 @@ def ideal_placement(
 # What matters first: a table printed to a terminal keeps its first columns.
 PREDICTION_COLUMNS = (
     "dataset",
-    "files",
+    "live_files",
+    "readable_files",
     "now_s",
     "ideal_s",
     "placement_cost_s",
     "slowdown",
+    "drive_s",
+    "ideal_drive_s",
     "bytes",
     "now_tapes",
     "ideal_tapes",
@@ -149,13 +152,31 @@ PREDICTION_COLUMNS = (
 )
 
 
-def adjacent_on_own_tapes(files: pl.DataFrame) -> pl.DataFrame:
+def adjacent_on_own_tapes(files: pl.DataFrame, where_today: bool = False) -> pl.DataFrame:
     """The files of each dataset left on the tapes they are on, each tape's share packed
     adjacently from its start (same objects, same order, gap 1): today's tapes without the
     gaps. With several drives this can beat packing onto the fewest tapes, which reads one
-    tape where today's placement reads several at once."""
+    tape where today's placement reads several at once. With `where_today`, each tape's share
+    begins where its first object begins today (start_bytes, position) rather than at the
+    start of the tape: the gaps closed, nothing moved along the tape."""
     size = pl.col("size_bytes")
     tape = ["dataset", "volume"]
+    if where_today:
+        laid = adjacent_on_own_tapes(files)
+        first = files.group_by(tape).agg(
+            (pl.col("position").min() - 1).alias("_pos0"),
+            pl.col("start_bytes").min().fill_null(0).alias("_at0")
+            if "start_bytes" in files.columns
+            else pl.lit(0, pl.Int64).alias("_at0"),
+        )
+        return (
+            laid.join(first, on=tape, how="left")
+            .with_columns(
+                (pl.col("position") + pl.col("_pos0")).alias("position"),
+                (pl.col("start_bytes") + pl.col("_at0")).alias("start_bytes"),
+            )
+            .drop("_pos0", "_at0")
+        )
     new_object = pl.col("position").ne_missing(pl.col("position").shift(1)).over(tape) | (
         pl.int_range(pl.len()).over(tape) == 0
     )
@@ -210,6 +231,25 @@ def _recall(
     order: str = "position",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per dataset: tapes, unreadable_tapes, s, rate_mb_s; and the copies the engine read."""
+    out, read, _ = recall_datasets(files, drives, params_by_media, readable_by, sharing, order)
+    return out, read
+
+
+def recall_datasets(
+    files: pl.DataFrame,
+    drives: Mapping[str, int],
+    params_by_media: Mapping[str, ModelParams],
+    readable_by: Mapping[str, tuple[str, ...]] | None,
+    sharing: Sharing | None,
+    order: str = "position",
+    objective: str = "makespan",
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Each dataset of `files` recalled alone on its own copy of `drives` by the recall engine.
+
+    Returns per dataset tapes, unreadable_tapes, s (elapsed) and rate_mb_s; the copies the
+    engine read (group is the dataset); and its mounts (group, volume, bytes, total_s: mount to
+    dismount). Copies on tapes no given drive reads, or in a state that cannot be recalled now,
+    are left out and counted in unreadable_tapes."""
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     counts = {d: n for d, n in drives.items() if n > 0}
     readable = readable_media(counts, readers)
@@ -222,7 +262,7 @@ def _recall(
         .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
     )
     copies, wanted = engine_inputs(files.filter(can), group="dataset")
-    policy = Policy(sharing or Sharing(), order=order)
+    policy = Policy(sharing or Sharing(), order=order, objective=objective)
     done = recall(copies, wanted, params_by_media, counts, readers, policy, own_drives=True)
     read = done.schedule.files
     per_dataset = (
@@ -246,7 +286,7 @@ def _recall(
         )
         .select("dataset", "tapes", "unreadable_tapes", "s", "rate_mb_s")
     )
-    return out, read
+    return out, read, done.schedule.tapes.rename({"group": "dataset"})
 
 
 def predict_datasets(
@@ -257,8 +297,9 @@ def predict_datasets(
     sharing: Sharing | None = None,
     order: str = "position",
 ) -> pl.DataFrame:
-    """Per dataset: files, bytes, tapes; predicted recall time and rate now and with ideal
-    placement; the cost of today's placement (now_s - ideal_s) and the slowdown (now / ideal).
+    """Per dataset: live and readable files, bytes, tapes; predicted recall time (elapsed) and
+    rate now and with ideal placement, and the slowdown (now / ideal). The placement cost in
+    drive time joins these in placement_cost.predict_placement.
 
     `files`: the datasets' live copies: dataset, volume, media_type, position, size_bytes, and
     optionally file_id, path, offset_bytes, aggregate_id, start_bytes, avg_object_bytes,
@@ -272,10 +313,11 @@ def predict_datasets(
     types = files.group_by("dataset").agg(*first)
     key = "file_id" if "file_id" in files.columns else "position"
     summary = types.join(
-        files.group_by("dataset").agg(pl.col(key).n_unique().alias("files")), on="dataset"
+        files.group_by("dataset").agg(pl.col(key).n_unique().alias("live_files")), on="dataset"
     ).join(
         read.group_by("group")
         .agg(
+            pl.col("fid").n_unique().alias("readable_files"),
             pl.col("size_bytes").sum().alias("bytes"),
             pl.col("media_type").mode().sort().first().alias("media_type"),
         )
@@ -305,9 +347,9 @@ def predict_datasets(
         summary.join(_prefixed(now, "now"), on="dataset", how="left")
         .join(_prefixed(ideal, "ideal"), on="dataset", how="left")
         .with_columns(
-            (pl.col("now_s") - pl.col("ideal_s")).alias("placement_cost_s"),
             (pl.col("now_s") / pl.col("ideal_s")).alias("slowdown"),
+            pl.col("readable_files").fill_null(0),
         )
-        .sort("placement_cost_s", "dataset", descending=[True, False], nulls_last=True)
+        .sort("dataset")
     )
     return predicted.select([c for c in PREDICTION_COLUMNS if c in predicted.columns])

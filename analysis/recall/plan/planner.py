@@ -157,8 +157,11 @@ def plan_recall(
             baselines["position_order"] = BaselineResult.of(by_position)
     requesters = requester_completion(resolution.demand, schedule.files)
     limit = options.sharing.max_drives_per_group
-    bound = candidate_bounds(copies, resolution.wanted, params_by_media, drives, limit)
-    mounts_bound = schedule_bound(schedule.tapes, drives, readers, limit)
+    # A drive that reads none of the copies' media cannot share the work: counted, it would
+    # shrink the bounds below what any plan on the drives that read them can reach.
+    reading = reading_drives(copies, drives, readers)
+    bound = candidate_bounds(copies, resolution.wanted, params_by_media, reading, limit)
+    mounts_bound = schedule_bound(schedule.tapes, reading, readers, limit)
     summary = summarise(
         planned,
         resolution,
@@ -197,6 +200,17 @@ def _with_object_size(copies: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFra
         ).alias("avg_object_bytes")
     )
     return copies.join(sizes, on="volume", how="left")
+
+
+def reading_drives(
+    copies: pl.DataFrame, drives: Mapping[str, int], readable_by: Mapping[str, tuple[str, ...]]
+) -> dict[str, int]:
+    """The given drives that read at least one media type of `copies` (all of them when none
+    does, so that a bound still has drives to divide by)."""
+    media = copies["media_type"].unique().to_list() if copies.height else []
+    types = {d for m in media for d in readable_by.get(m, ())}
+    reading = {d: n for d, n in drives.items() if n > 0 and d in types}
+    return reading or dict(drives)
 
 
 def requester_completion(demand: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
@@ -266,6 +280,7 @@ def summarise(
     unavailable = resolution.unavailable
     by_reason = dict(unavailable.group_by("reason").agg(pl.len()).sort("reason").iter_rows())
     use = schedule.tapes.group_by("drive").agg(pl.len(), pl.col("total_s").sum()).sort("drive")
+    schedule_lb = mounts_bound["lower_bound_s"]
     return {
         "requests": n_requests,
         "files": files.height,
@@ -277,8 +292,18 @@ def summarise(
         "lower_bound_s": round(lb, 3),
         "makespan_over_lower_bound": round(makespan / lb, 6) if lb > 0 else 1.0,
         "lower_bound": {k: round(v, 3) for k, v in bound.items() if k != "lower_bound_s"},
-        "schedule_bound_s": round(mounts_bound["lower_bound_s"], 3),
+        "schedule_bound_s": round(schedule_lb, 3),
         "schedule_bound": {k: round(v, 3) for k, v in mounts_bound.items() if k != "lower_bound_s"},
+        # The part that decides each bound, and how far the plan is from this plan's own.
+        "lower_bound_by": deciding(bound),
+        "schedule_bound_by": deciding(mounts_bound),
+        "makespan_over_schedule_bound": (
+            round(makespan / schedule_lb, 6) if schedule_lb > 0 else 1.0
+        ),
+        # Drive time: mount to dismount, summed over every mount on every drive (drive_use).
+        "drive_time_s": round(float(schedule.tapes["total_s"].sum()), 3)
+        if schedule.tapes.height
+        else 0.0,
         "copy_set": planned.copy_set,
         "objective": options.objective,
         "read_order": options.order,
@@ -306,3 +331,43 @@ def summarise(
             for name, result in baselines.items()
         },
     }
+
+
+def deciding(bound: Mapping[str, float]) -> str:
+    """The part of a bound (lower_bound_s its largest) that decides it: the first that reaches
+    it, in the order the bound lists them."""
+    top = bound.get("lower_bound_s", 0.0)
+    for name, value in bound.items():
+        if name != "lower_bound_s" and value >= top - 1e-9:
+            return name
+    return "lower_bound_s"
+
+
+def whole_datasets(requests: pl.DataFrame) -> list[str]:
+    """The datasets a request list asks for whole (kind dataset), sorted."""
+    return sorted(requests.filter(pl.col("kind") == "dataset")["key"].unique().to_list())
+
+
+def with_placement_costs(plan: RecallPlan, costs: pl.DataFrame | None) -> RecallPlan:
+    """The plan with the placement costs of the whole datasets it was asked for (the figures a
+    marts build stores: analysis/recall/datasets/stored.py) in its summary: per dataset its
+    placement cost (drive time beyond ideal placement), drive time as placed, live and
+    readable files, and their sum. None (no marts build yet) adds nothing."""
+    if costs is None or costs.height == 0:
+        return plan
+    per_dataset = {
+        str(row["dataset"]): {
+            "placement_cost_s": round(float(row["placement_cost_s"]), 3),
+            "drive_s": round(float(row["drive_s"]), 3),
+            "live_files": int(row["live_files"]),
+            "readable_files": int(row["readable_files"]),
+        }
+        for row in costs.sort("dataset").iter_rows(named=True)
+    }
+    placement = {
+        "datasets": len(per_dataset),
+        "placement_cost_s": round(float(costs["placement_cost_s"].sum()), 3),
+        "drive_s": round(float(costs["drive_s"].sum()), 3),
+        "by_dataset": per_dataset,
+    }
+    return replace(plan, summary={**plan.summary, "placement": placement})

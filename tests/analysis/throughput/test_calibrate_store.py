@@ -253,7 +253,7 @@ def test_predict_datasets_prices_the_placement(dsn: str) -> None:
     table = {r["dataset"]: r for r in csv.DictReader(io.StringIO(out))}
     assert set(table) == {"together", "apart", "others"}
     apart, together = table["apart"], table["together"]
-    assert int(apart["files"]) == 10 and int(apart["ideal_tapes"]) == 1
+    assert int(apart["live_files"]) == 10 and int(apart["ideal_tapes"]) == 1
     assert float(apart["slowdown"]) > 2.0  # reads through two foreign files per wanted file
     assert float(together["placement_cost_s"]) == pytest.approx(0.0, abs=1.0)
     assert float(apart["now_rate_mb_s"]) < float(apart["ideal_rate_mb_s"])
@@ -265,5 +265,5 @@ def test_predict_datasets_prices_the_placement(dsn: str) -> None:
         dsn, "predict", "datasets", "--dataset", "together", "--drives", "LTO8:1"
     )
     assert exc is None and code == 0, err
-    assert out.splitlines()[0].split()[:3] == ["dataset", "files", "now_s"]
+    assert out.splitlines()[0].split()[:4] == ["dataset", "live_files", "readable_files", "now_s"]
     assert len(out.splitlines()) == 2

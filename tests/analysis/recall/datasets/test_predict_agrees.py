@@ -66,6 +66,6 @@ def test_predict_and_plan_agree_on_a_dataset(
     )
     plan = json.loads(summary.read_text())
     (row,) = predicted
-    assert row["files"] == plan["files"]
+    assert row["readable_files"] == plan["files"]
     assert row["now_tapes"] == plan["mounts"]
     assert row["now_s"] == pytest.approx(plan["makespan_s"], abs=5e-4)  # the summary rounds to ms

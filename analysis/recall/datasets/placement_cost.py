@@ -1,0 +1,252 @@
+"""What a dataset's placement costs: the drive time beyond that of the same bytes ideally placed.
+
+The one definition of the figure every command quotes (`placement_cost_s`; docs/domain.md,
+"Placement cost"). Drive time is what drives spend on a recall, mount to dismount, summed over
+its mounts (robot, load, positioning, reads, rewind, unload), priced by the recall engine and
+its one price of a move:
+
+- as placed (`drive_s`): every live file of the dataset that can be read now, recalled alone by
+  the engine from the copies that take the least drive time, each tape mounted once and read in
+  position order;
+- ideally placed (`ideal_drive_s`): the same copies' objects, in the same order, contiguous,
+  beginning where the dataset begins today: on the fewest tapes of its main media type (the
+  first from where the dataset begins on the tape holding most of it), or on each tape they are
+  on now (from where their first begins there), whichever takes less drive time. A dataset
+  already contiguous costs nothing: its place along the tape is not a cost of its placement;
+- `placement_cost_s` = drive_s - ideal_drive_s, never negative and never more than drive_s.
+
+Drive time does not depend on how many drives share the work (elapsed time does), so the figure
+is the same on every drive set that reads the dataset's media: it is priced with one drive for
+each media type. Per tape, a dataset's cost is the drive time of its mount of that tape less the
+tape's share (by bytes read) of the ideal drive time; the tapes' costs add up to the dataset's.
+Pure: frames and parameters in, frames out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+from tapelens.analysis.recall.datasets.prediction import (
+    PREDICTION_COLUMNS,
+    adjacent_on_own_tapes,
+    ideal_placement,
+    predict_datasets,
+    recall_datasets,
+)
+from tapelens.analysis.recall.schedule.drives import readable_by_catalog
+from tapelens.analysis.recall.schedule.policies import Sharing
+from tapelens.analysis.throughput.model import ModelParams
+
+# The per-dataset figures, what matters first.
+DATASET_COLUMNS = (
+    "dataset",
+    "dataset_type",
+    "placement_cost_s",
+    "drive_s",
+    "ideal_drive_s",
+    "copies",
+    "live_files",
+    "readable_files",
+    "bytes",
+    "tapes",
+    "ideal_tapes",
+    "unreadable_tapes",
+)
+TAPE_COLUMNS = (
+    "dataset",
+    "volume",
+    "media_type",
+    "placement_cost_s",
+    "drive_s",
+    "readable_files",
+    "bytes",
+)
+
+
+@dataclass(frozen=True)
+class PlacementCosts:
+    """Per dataset (DATASET_COLUMNS) and per dataset and tape it is read from (TAPE_COLUMNS)."""
+
+    datasets: pl.DataFrame
+    tapes: pl.DataFrame
+
+
+def pricing_drives(media: list[str], readable_by: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
+    """One drive of the first type that reads each media type (drive time does not depend on
+    how many)."""
+    drives: dict[str, int] = {}
+    for name in media:
+        readers = readable_by.get(name, ())
+        if readers:
+            drives[readers[0]] = 1
+    return drives
+
+
+def placement_costs(
+    files: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+    readable_by: Mapping[str, tuple[str, ...]] | None = None,
+) -> PlacementCosts:
+    """Each dataset's drive time as placed, ideally placed, and the difference.
+
+    `files`: the datasets' live copies, as `predict datasets` reads them (dataset, volume,
+    media_type, position, size_bytes, file_id, and optionally offset_bytes, aggregate_id,
+    start_bytes, avg_object_bytes, written_at, copy_no, tape_state, dataset_type, path)."""
+    readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
+    if "offset_bytes" not in files.columns:
+        files = files.with_columns(offset_bytes=pl.lit(None, pl.Int64))
+    media = sorted(m for m in files["media_type"].drop_nulls().unique() if m in params_by_media)
+    drives = pricing_drives(media, readers)
+
+    def priced(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        return recall_datasets(
+            frame, drives, params_by_media, readers, None, "position", objective="drive-time"
+        )
+
+    placed, read, mounts = priced(files)
+    per_tape = mounts.group_by("dataset", "volume").agg(
+        pl.col("media_type").first(),
+        pl.col("total_s").sum().alias("drive_s"),
+        pl.col("bytes").sum(),
+    )
+    files_there = read.group_by("dataset", "volume").agg(
+        pl.col("fid").n_unique().alias("readable_files")
+    )
+    ideal = (
+        pl.concat(
+            [
+                _drive_time(priced(packed_where_today(read, params_by_media))[2]),
+                _drive_time(priced(adjacent_on_own_tapes(read, where_today=True))[2]),
+            ]
+        )
+        .group_by("dataset")
+        .agg(
+            pl.col("drive_s").min().alias("ideal_drive_s"),
+            pl.col("tapes").sort_by("drive_s").first().alias("ideal_tapes"),
+        )
+    )
+    key = "file_id" if "file_id" in files.columns else "position"
+    first = [pl.col("dataset_type").first()] if "dataset_type" in files.columns else []
+    counts = files.group_by("dataset").agg(
+        *first,
+        pl.len().alias("copies"),
+        pl.col(key).n_unique().alias("live_files"),
+    )
+    readable = read.group_by("dataset").agg(
+        pl.col("fid").n_unique().alias("readable_files"),
+        pl.col("size_bytes").sum().alias("bytes"),
+    )
+    datasets = (
+        counts.join(placed.select("dataset", "tapes", "unreadable_tapes"), on="dataset")
+        .join(readable, on="dataset", how="left")
+        .join(_drive_time(mounts).drop("tapes"), on="dataset", how="left")
+        .join(ideal, on="dataset", how="left")
+        .with_columns(
+            pl.col("readable_files", "bytes", "ideal_tapes").fill_null(0),
+            pl.col("drive_s", "ideal_drive_s").fill_null(0.0),
+        )
+        .with_columns(
+            # Never negative, never more than the drive time spent (an ideal layout that
+            # happens to cost more than today's is no saving).
+            (pl.col("drive_s") - pl.col("ideal_drive_s"))
+            .clip(0.0, pl.col("drive_s"))
+            .alias("placement_cost_s"),
+        )
+        .sort("placement_cost_s", "dataset", descending=[True, False])
+    )
+    if "dataset_type" not in datasets.columns:
+        datasets = datasets.with_columns(pl.lit(None, pl.String).alias("dataset_type"))
+    # Each tape's cost: its drive time less its share (by bytes read) of the drive time the
+    # dataset would take ideally placed, so that the tapes' costs add up to the dataset's.
+    share = pl.col("bytes") / pl.col("bytes").sum().over("dataset")
+    tapes = (
+        per_tape.join(
+            datasets.select("dataset", "drive_s", "placement_cost_s").rename(
+                {"drive_s": "_dataset_s", "placement_cost_s": "_cost_s"}
+            ),
+            on="dataset",
+        )
+        .join(files_there, on=["dataset", "volume"], how="left")
+        .with_columns(
+            (
+                pl.col("drive_s") - (pl.col("_dataset_s") - pl.col("_cost_s")) * share.fill_nan(0.0)
+            ).alias("placement_cost_s"),
+            pl.col("readable_files").fill_null(0),
+        )
+        .sort("dataset", "volume")
+    )
+    return PlacementCosts(datasets.select(DATASET_COLUMNS), tapes.select(TAPE_COLUMNS))
+
+
+def packed_where_today(
+    read: pl.DataFrame, params_by_media: Mapping[str, ModelParams]
+) -> pl.DataFrame:
+    """prediction.ideal_placement (the fewest tapes of the main media type, filled in order),
+    its first tape's objects beginning where the dataset begins today on the tape holding most
+    of its bytes (when the dataset fits there): the scatter closed, the dataset's place along
+    the tape kept, so that packing is not credited with a locate every dataset but one pays."""
+    packed = ideal_placement(read, params_by_media)
+    by_tape = read.group_by("dataset", "volume").agg(
+        pl.col("size_bytes").sum().alias("_bytes"),
+        (pl.col("position").min() - 1).alias("_pos0"),
+        (
+            pl.col("start_bytes").min().fill_null(0)
+            if "start_bytes" in read.columns
+            else pl.lit(0, pl.Int64)
+        ).alias("_at0"),
+    )
+    begins = by_tape.sort("dataset", "_bytes", "volume", descending=[False, True, False]).unique(
+        "dataset", keep="first", maintain_order=True
+    )
+    capacity = {m: p.capacity_bytes for m, p in params_by_media.items()}
+    total = packed.group_by("dataset").agg(pl.col("size_bytes").sum().alias("_total"))
+    fits = (pl.col("volume") == "ideal-0") & (
+        pl.col("_at0") + pl.col("_total")
+        <= pl.col("media_type").replace_strict(capacity, default=None, return_dtype=pl.Int64)
+    )
+    return (
+        packed.join(begins.select("dataset", "_pos0", "_at0"), on="dataset", how="left")
+        .join(total, on="dataset", how="left")
+        .with_columns(
+            pl.when(fits)
+            .then(pl.col("position") + pl.col("_pos0"))
+            .otherwise(pl.col("position"))
+            .alias("position"),
+            pl.when(fits)
+            .then(pl.col("start_bytes") + pl.col("_at0"))
+            .otherwise(pl.col("start_bytes"))
+            .alias("start_bytes"),
+        )
+        .drop("_pos0", "_at0", "_total")
+    )
+
+
+def _drive_time(mounts: pl.DataFrame) -> pl.DataFrame:
+    """Per dataset: drive_s (mount to dismount, summed over its mounts) and tapes mounted."""
+    return mounts.group_by("dataset").agg(
+        pl.col("total_s").sum().alias("drive_s"), pl.col("volume").n_unique().alias("tapes")
+    )
+
+
+def predict_placement(
+    files: pl.DataFrame,
+    drives: Mapping[str, int],
+    params_by_media: Mapping[str, ModelParams],
+    readable_by: Mapping[str, tuple[str, ...]] | None = None,
+    sharing: Sharing | None = None,
+    order: str = "position",
+) -> pl.DataFrame:
+    """`predict datasets`: prediction.predict_datasets (elapsed time now and ideally placed on
+    `drives`) with each dataset's placement cost beside it (drive_s, ideal_drive_s,
+    placement_cost_s as placement_costs prices them), most costly first."""
+    predicted = predict_datasets(files, drives, params_by_media, readable_by, sharing, order)
+    costs = placement_costs(files, params_by_media, readable_by).datasets
+    joined = predicted.join(
+        costs.select("dataset", "placement_cost_s", "drive_s", "ideal_drive_s"),
+        on="dataset",
+        how="left",
+    ).sort("placement_cost_s", "dataset", descending=[True, False], nulls_last=True)
+    return joined.select([c for c in PREDICTION_COLUMNS if c in joined.columns])
