@@ -1,6 +1,6 @@
 """The repack advisor: which datasets and tapes to repack, what each would gain and cost.
 
-Four kinds of candidate, each with its evidence (see analysis/repack/scenarios.py for what each
+Five kinds of candidate, each with its evidence (see analysis/repack/scenarios.py for what each
 repack does to the placement):
 - scattered-dataset: a dataset on far more tapes than its bytes need, with high gaps or many
   locates; rewritten collocated in position order onto the fewest tapes.
@@ -11,6 +11,9 @@ repack does to the placement):
   the cartridge freed.
 - small-files: a dataset of mostly small files outside aggregates; rewritten collocated with
   the small files packed into containers (docs/domain.md: per-file overhead dominates small files).
+- hint-group: a collocation hint group (the files an experiment sends with the same hints, the
+  files written before it sent any grouped by their dataset) on far more tapes than its bytes
+  need; rewritten collocated as one (analysis/repack/hint_groups.py).
 
 For each: the predicted recall of the affected datasets now and after (each dataset recalled on
 its own on the given drives; elapsed hours, and drive hours), the repack cost in drive hours
@@ -31,7 +34,7 @@ from tapelens.analysis.recall.engine import Policy, engine_inputs, recall
 from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.throughput.model import ModelParams, tape_times
 
-KINDS = ("scattered-dataset", "stray-copies", "low-occupancy", "small-files")
+KINDS = ("scattered-dataset", "stray-copies", "low-occupancy", "small-files", "hint-group")
 HOUR_S = 3600.0
 GB = 1_000_000_000
 

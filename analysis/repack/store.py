@@ -505,6 +505,18 @@ def _dataset_candidates(
     )
 
 
+def _screen_hint_groups(
+    conn: psycopg.Connection,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    read: CopyReader,
+) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    # Its own module, which reads this one's helpers: imported when the kind is screened.
+    from tapelens.analysis.repack import hint_groups
+
+    return hint_groups.screen(conn, options, params, read)
+
+
 SCREENS: dict[
     str,
     Callable[
@@ -516,4 +528,5 @@ SCREENS: dict[
     "stray-copies": _screen_stray,
     "low-occupancy": _screen_low_occupancy,
     "small-files": _screen_small_files,
+    "hint-group": _screen_hint_groups,
 }

@@ -43,7 +43,7 @@ plan = BY_NAME["plan"]
     "kinds",
     multiple=True,
     type=click.Choice(KINDS),
-    help="Only candidates of this kind (repeatable; default all four).",
+    help="Only candidates of this kind (repeatable; default all five).",
 )
 @drives_option()
 @click.option(
@@ -100,10 +100,11 @@ def repack(
 ) -> None:
     """Rank repack candidates by their net gain over the horizon.
 
-    Four kinds: scattered datasets (many more tapes than needed, high gaps, locates), tapes
-    holding stray duplicate copies, low-occupancy tapes, and datasets of small files outside
-    aggregates. For each: the predicted recall of the affected datasets now and after the
-    repack (throughput model), the repack's cost in drive hours (read + write), tapes freed
+    Five kinds: scattered datasets (many more tapes than needed, high gaps, locates), tapes
+    holding stray duplicate copies, low-occupancy tapes, datasets of small files outside
+    aggregates, and collocation hint groups scattered over many more tapes than needed. For
+    each: the predicted recall of the affected datasets now and after the repack (throughput
+    model), the repack's cost in drive hours (read + write), tapes freed
     and consumed, the payback in recalls, and net_gain_h = recalls per year x horizon x drive
     hours saved per recall - cost. Needs the marts (`tapelens marts build`).
 
