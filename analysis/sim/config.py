@@ -14,9 +14,17 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.baselines.direct import HPSS_DISMOUNT_DELAY_S
 from tapelens.errors import InputError
 from tapelens.media import normalise_drive_type
+
+# HPSS "Defer Dismounts": the PVL keeps an idle cartridge mounted "until the drive is required
+# by another job or until an approximate 15 minutes time limit is exceeded" (HPSS Installation
+# Guide 4.5, Table 6-31, Physical Volume Repository configuration; later releases make the
+# Dismount Delay configurable in minutes). BNL's direct submission went to HPSS.
+HPSS_DISMOUNT_DELAY_S = 15 * 60.0
+# IBM Spectrum Protect (TSM) DEFINE DEVCLASS MOUNTRETENTION: minutes an idle sequential-access
+# volume stays mounted, default 60.
+TSM_MOUNT_RETENTION_S = 60 * 60.0
 
 SCHEDULERS = ("fifo", "sorted", "planned")
 POLICIES = ("time-slider", "by-demand", "equal")
@@ -115,10 +123,13 @@ class SimConfig:
     # Relative spread of read times (normal, mean 1); 0 keeps the model's times exactly.
     jitter: float = 0.0
     # fifo: how long a drive keeps a tape no request waits for before it rewinds and unloads it
-    # (HPSS's deferred dismount by default; analysis/recall/baselines/direct.py gives the
-    # sources). The sorted and planned schedulers keep an idle tape until its drive is needed:
-    # they choose the next tape themselves.
+    # (HPSS's deferred dismount by default; docs/baselines.md gives the sources). The sorted
+    # and planned schedulers keep an idle tape until its drive is needed: they choose the next
+    # tape themselves.
     idle_dismount_s: float = HPSS_DISMOUNT_DELAY_S
+    # fifo: a request waiting for a drive takes one that holds an idle tape before the dismount
+    # delay ends (HPSS and Spectrum Protect do); False keeps idle tapes for the whole delay.
+    preempt_idle: bool = True
     # The reads on a mounted tape: position (a forward pass, moves timed by the throughput
     # model) or rao (the sorted scheduler reads each mount's requests in recommended access
     # order; every scheduler's moves are timed by the tape's geometry, as plan recall --order

@@ -480,7 +480,10 @@ def read_timer(p: Prepared) -> Callable[[int, int], float]:
             return first_s[r]
         t = tape[r]
         k = terms[t]
-        if k is None or (position[r] == position[h] and offset[r] >= offset[h] >= 0):
+        if k is None or (position[r] == position[h] and not 0 <= offset[r] < offset[h]):
+            # Reading on inside one tape object, as throughput.file_times reads an aggregate's
+            # members (offsets unknown: the same object read on), and only a step back to an
+            # earlier member is a move.
             return model(h, r)
         base, speed, wrap_c, band_c, dir_c, back_c, rate, turn = k
         gap = position[r] - position[h]
@@ -536,7 +539,7 @@ def pass_timer(p: Prepared) -> Callable[[list[int], int], list[float]]:
         )
         located = locate + (c.addr[r] - c.obj[r]) / rate + body_s[r]
         priced = np.where((gap >= 1) & (gap <= t_gap[t]), through, located)
-        same = (position[r] == position[h]) & (offset[r] >= offset[h]) & (offset[h] >= 0)
+        same = (position[r] == position[h]) & ~((offset[r] >= 0) & (offset[r] < offset[h]))
         use = has[t] & ~same
         result[i:] = np.where(use, priced, np.asarray(result[i:])).tolist()
         return result

@@ -118,6 +118,14 @@ def wake_idle(s: SimState, now: float) -> None:
             choose_and_go(s, drv, now)
 
 
+def fifo_order(drv: DriveState) -> tuple[bool, float, int]:
+    """Which free drive takes a tape: an empty one first, the first in the library's order
+    (direct submission lists older generations first, so newer drives stay free for the media
+    only they read), then the one whose tape has been idle longest."""
+    has_tape = drv.tape >= 0
+    return (has_tape, drv.idle_since if has_tape else 0.0, drv.index)
+
+
 def fifo_join(s: SimState, r: int, drv: DriveState, now: float) -> None:
     """Request r goes to the drive that holds (or is about to mount) its tape, read after the
     ones before it: a tape system reads a mounted tape's queue in arrival order."""
@@ -133,9 +141,12 @@ def fifo_join(s: SimState, r: int, drv: DriveState, now: float) -> None:
 def fifo_dispatch(s: SimState, now: float) -> None:
     """FIFO as a tape system serves direct submission: one queue per tape. A request for a tape
     a drive holds has joined that drive's list on admission (fifo_join); each free drive mounts
-    the tape of the oldest waiting request it can read (an empty drive first, then the longest
-    idle, whose tape is dismounted then), with every request waiting for that tape, in arrival
-    order. A request that waits for a drive holds up no request behind it for another tape."""
+    the tape of the oldest waiting request it can read (an empty drive first, in the library's
+    order, then the longest idle, whose tape is dismounted then, unless idle tapes are kept:
+    config.preempt_idle), with every request waiting for that tape, in arrival order. A
+    request that waits for a drive holds up no request behind it for another tape. This is the
+    direct-submission baseline's service discipline too (analysis/recall/baselines/direct.py
+    runs it)."""
     waiting, st, tape, drives, pending = (
         s.pool.fifo_pool,
         s.req.st,
@@ -166,7 +177,9 @@ def fifo_dispatch(s: SimState, now: float) -> None:
         free: Iterable[DriveState] = map(drives.__getitem__, s.idle)
         if not s.read_by_all[media]:
             free = [x for x in free if x.reads[media]]
-        drv = min(free, key=IDLE_ORDER, default=None)
+        if not s.config.preempt_idle:
+            free = [x for x in free if x.tape < 0]
+        drv = min(free, key=fifo_order, default=None)
         if drv is None:
             blocked.add(media)
             i += 1

@@ -19,7 +19,8 @@ Schedulers (docs/domain.md, "What a good recall does"):
   drive reads its queue in arrival order; an idle tape stays mounted until its drive is needed
   elsewhere or it has been idle for `idle_dismount_s` (HPSS's 15 minutes by default). With a
   window, requests that are not visible yet cannot join their tape's queue: a small window
-  makes tapes leave and come back.
+  makes tapes leave and come back. The planner's direct-submission baseline is this scheduler
+  (analysis/recall/baselines/direct.py runs it).
 - sorted: a drive reads one tape at a time in position order (aggregate members by offset),
   pulling in every visible request of that tape; requests arriving for the mounted tape are read
   in the same pass when ahead of the head, otherwise in one more pass after it. Which tape a

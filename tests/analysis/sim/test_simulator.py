@@ -318,10 +318,9 @@ def test_fifo_mounts_as_the_direct_submission_baseline_does(
 def test_fifo_reads_every_request_when_and_where_direct_submission_does(
     window: int | None, seed: int
 ) -> None:
-    # One service discipline in two places: the simulator's fifo scheduler and the planner's
-    # direct-submission baseline read each request of a shuffled list on the same drive, at
-    # the same time, mount as often and end together (a tape still held when the last file
-    # is read is rewound from when its drive fell idle, in both).
+    # The planner's direct-submission baseline runs the simulator's fifo scheduler (robots
+    # enough, drives listed oldest generation first): what it reads off the run, each request
+    # on its drive at its time, the mounts and the makespan, is what the simulator reports.
     rng = np.random.default_rng(seed)
     parts = []
     for t in range(4):
