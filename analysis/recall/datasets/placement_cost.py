@@ -36,9 +36,12 @@ from tapelens.analysis.recall.datasets.prediction import (
     predict_datasets,
     recall_datasets,
 )
+from tapelens.analysis.recall.engine import engine_inputs, readable_media, with_other_volumes
 from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.recall.schedule.policies import Sharing
+from tapelens.analysis.recall.schedule.schedule import timed_tapes
 from tapelens.analysis.throughput.model import ModelParams
+from tapelens.tape_states import NOT_RECALLABLE
 
 # The per-dataset figures, what matters first.
 DATASET_COLUMNS = (
@@ -101,12 +104,7 @@ def placement_costs(
     media = sorted(m for m in files["media_type"].drop_nulls().unique() if m in params_by_media)
     drives = pricing_drives(media, readers)
 
-    def priced(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        return recall_datasets(
-            frame, drives, params_by_media, readers, None, "position", objective="drive-time"
-        )
-
-    placed, read, mounts = priced(files)
+    unreadable, read, mounts = _as_placed(files, drives, params_by_media, readers)
     per_tape = mounts.group_by("dataset", "volume").agg(
         pl.col("media_type").first(),
         pl.col("total_s").sum().alias("drive_s"),
@@ -118,8 +116,10 @@ def placement_costs(
     ideal = (
         pl.concat(
             [
-                _drive_time(priced(packed_where_today(read, params_by_media))[2]),
-                _drive_time(priced(adjacent_on_own_tapes(read, where_today=True))[2]),
+                _drive_time(_timed(packed_where_today(read, params_by_media), params_by_media)[1]),
+                _drive_time(
+                    _timed(adjacent_on_own_tapes(read, where_today=True), params_by_media)[1]
+                ),
             ]
         )
         .group_by("dataset")
@@ -140,12 +140,15 @@ def placement_costs(
         pl.col("size_bytes").sum().alias("bytes"),
     )
     datasets = (
-        counts.join(placed.select("dataset", "tapes", "unreadable_tapes"), on="dataset")
-        .join(readable, on="dataset", how="left")
-        .join(_drive_time(mounts).drop("tapes"), on="dataset", how="left")
+        counts.join(readable, on="dataset", how="left")
+        .join(_drive_time(mounts), on="dataset", how="left")
+        .join(unreadable, on="dataset", how="left")
         .join(ideal, on="dataset", how="left")
         .with_columns(
-            pl.col("readable_files", "bytes", "ideal_tapes").fill_null(0),
+            pl.col("readable_files", "tapes", "ideal_tapes", "unreadable_tapes")
+            .fill_null(0)
+            .cast(pl.UInt32),
+            pl.col("bytes").fill_null(0).cast(pl.Int64),
             pl.col("drive_s", "ideal_drive_s").fill_null(0.0),
         )
         .with_columns(
@@ -179,6 +182,73 @@ def placement_costs(
         .sort("dataset", "volume")
     )
     return PlacementCosts(datasets.select(DATASET_COLUMNS), tapes.select(TAPE_COLUMNS))
+
+
+def _as_placed(
+    files: pl.DataFrame,
+    drives: Mapping[str, int],
+    params_by_media: Mapping[str, ModelParams],
+    readers: Mapping[str, tuple[str, ...]],
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The datasets recalled as placed: per dataset its unreadable tapes (a media type no drive
+    reads, or a state that cannot be recalled now), the copies read and the mounts (dataset,
+    volume, media_type, bytes, total_s). A dataset with a choice of copies goes through the
+    engine's copy choice (the least drive time); the others' copies are all read, each tape
+    timed by the engine's schedule at once for every dataset."""
+    can = pl.col("media_type").is_in(readable_media(drives, readers))
+    if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
+        can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
+    unreadable = (
+        files.filter(~can)
+        .group_by("dataset")
+        .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
+    )
+    ready = files.filter(can)
+    key = "file_id" if "file_id" in files.columns else "position"
+    choosing = (
+        ready.group_by("dataset")
+        .agg((pl.col(key).n_unique() < pl.len()).alias("_choice"))
+        .filter("_choice")
+        .select("dataset")
+    )
+    reads, mounts = [], []
+    several = ready.join(choosing, on="dataset", how="semi")
+    if several.height:
+        _, read, mounted = recall_datasets(
+            several, drives, params_by_media, readers, None, "position", objective="drive-time"
+        )
+        reads.append(read)
+        mounts.append(mounted.select(_MOUNT_COLUMNS))
+    one = ready.join(choosing, on="dataset", how="anti")
+    if one.height:
+        read, mounted = _timed(one, params_by_media)
+        reads.append(read)
+        mounts.append(mounted)
+    if not reads:
+        read, mounted = _timed(ready, params_by_media)
+        reads.append(read)
+        mounts.append(mounted)
+    return (
+        unreadable,
+        pl.concat(reads, how="diagonal_relaxed"),
+        pl.concat(mounts, how="vertical_relaxed"),
+    )
+
+
+_MOUNT_COLUMNS = ("dataset", "volume", "media_type", "bytes", "total_s")
+
+
+def _timed(
+    files: pl.DataFrame, params_by_media: Mapping[str, ModelParams]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every copy of `files` read (one copy a file), each dataset's tapes its own mounts, timed
+    as the engine times a tape (schedule.timed_tapes: its forward pass in position order, the
+    rewind and unload): the copies read and the mounts (_MOUNT_COLUMNS)."""
+    copies, wanted = engine_inputs(files, group="dataset")
+    parts = with_other_volumes(copies, copies)
+    _, tapes = timed_tapes(parts, wanted, params_by_media, detail=False)
+    mounts = tapes.select(pl.col("group").alias("dataset"), *_MOUNT_COLUMNS[1:])
+    return parts, mounts
 
 
 def packed_where_today(
