@@ -60,6 +60,7 @@ def _surl(hpss_path: str) -> str:
     return SITE + urllib.parse.quote(hpss_path.replace(HPSS, PNFS, 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_dcache_finds_every_mapped_file_on_its_tape(
     dsn: str, tmp_path: Path, classes: Path, fmt: str

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import psycopg
+import pytest
 
 from tests.consumers.run import endit_lookup
 from tests.fixtures.cli import run
@@ -34,6 +35,7 @@ def _catalog(dsn: str) -> dict[str, str]:
     return dict(rows)
 
 
+@pytest.mark.slow
 def test_hints_from_a_catalog_of_what_endit_archived_reach_their_tapes(
     dsn: str, tmp_path: Path
 ) -> None:
@@ -72,6 +74,7 @@ def test_a_hint_file_keyed_otherwise_puts_every_request_in_the_default_job(tmp_p
     assert log.startswith("not loaded") and jobs == {pnfsid: "default"}
 
 
+@pytest.mark.slow
 def test_a_catalog_of_paths_is_keyed_through_the_sites_pnfsid_map(dsn: str, tmp_path: Path) -> None:
     # An HPSS catalog: its paths are not pnfsids, so the hint file is refused without a map,
     # and made through Chimera's path -> pnfsid list (data/chimera-paths.csv, as `psql --csv`

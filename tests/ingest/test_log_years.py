@@ -156,6 +156,7 @@ def test_stamped_lines_are_dated_one_by_one(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "fmt", "line"),
     [

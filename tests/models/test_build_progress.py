@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.dbt_runs import NodeDone, build
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
+
+pytestmark = pytest.mark.slow
 
 ADDRESS_MARTS = ["+plan_tape_layouts"]
 

@@ -45,6 +45,7 @@ def test_unmigrated_database_is_refused(empty_dsn: str, tmp_path: Path) -> None:
         build(empty_dsn, log_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_build_prints_a_summary(models_dsn: str, dbt_home: Path) -> None:
     reset(models_dsn)
     result = CliRunner().invoke(
@@ -57,6 +58,7 @@ def test_cli_build_prints_a_summary(models_dsn: str, dbt_home: Path) -> None:
     assert not any(name.startswith("TAPELENS_DBT_") for name in os.environ)
 
 
+@pytest.mark.slow
 def test_failing_model_is_one_line_naming_it(
     models_dsn: str, dbt_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import psycopg
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +61,7 @@ def test_the_geometry_addresses_as_the_shared_sql_does(models_dsn: str, copies: 
     assert {(v, p): float(s) for v, p, s in sql_rows} == python_addresses(copies)
 
 
+@pytest.mark.slow
 def test_the_mart_and_the_planners_catalog_read_give_the_same_addresses(
     models_dsn: str, dbt_home: Path
 ) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tapelens.dbt_runs import build
 from tapelens.tape_states import COPIES_GONE, NOT_RECALLABLE, OUT_OF_LIBRARY, STATES
 from tests.fixtures.marts import reset, rows
+
+pytestmark = pytest.mark.slow
 
 
 def test_readable_live_and_in_library_follow_the_one_list(models_dsn: str, dbt_home: Path) -> None:

@@ -58,6 +58,7 @@ def test_db_up_status_down_cycle(tmp_path: Path) -> None:
     assert run("db", "down", env=env).stderr.strip() == "not running"
 
 
+@pytest.mark.slow
 def test_unreachable_server_one_line_no_password() -> None:
     result = run("db", "status", env={"TAPELENS_DSN": "postgresql://u:s3cret@127.0.0.1:1/x"})
     assert result.returncode != 0
@@ -67,6 +68,7 @@ def test_unreachable_server_one_line_no_password() -> None:
     assert "127.0.0.1:1" in lines[0] and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_wrong_dsn_is_one_clear_line() -> None:
     result = run("db", "status", env={"TAPELENS_DSN": "host=x password=s3cret nonsense"})
     assert result.returncode != 0
@@ -108,6 +110,7 @@ def test_redact_drops_passwords(dsn: str, shown: str) -> None:
     assert redact(dsn) == shown
 
 
+@pytest.mark.slow
 def test_a_home_without_a_server_is_an_error_not_a_fresh_server(tmp_path: Path) -> None:
     home = tmp_path / "typo"
     result = run("report", "gaps", env={"TAPELENS_HOME": str(home)})
@@ -119,6 +122,7 @@ def test_a_home_without_a_server_is_an_error_not_a_fresh_server(tmp_path: Path) 
     assert not (home / "pgdata").exists() and not any(home.rglob("PG_VERSION"))
 
 
+@pytest.mark.slow
 def test_older_schema_is_named_with_the_command_that_updates_it(dsn: str) -> None:
     """A database migrated by an earlier tapelens lacks what this one reads: the error says the
     schema's version and `tapelens db migrate`, not only the missing table."""
@@ -134,6 +138,7 @@ def test_older_schema_is_named_with_the_command_that_updates_it(dsn: str) -> Non
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_current_schema_keeps_the_plain_message(dsn: str) -> None:
     """With the schema up to date, a missing saved plan is named as such, no migration hint."""
     result = run("--dsn", dsn, "plan", "compare", "campaign-x")

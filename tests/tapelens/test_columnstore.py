@@ -42,6 +42,7 @@ def compression_enabled(dsn: str) -> list[bool]:
         ]
 
 
+@pytest.mark.slow
 def test_the_apache_edition_refuses_and_changes_nothing(dsn: str, tmp_path: Path) -> None:
     with psycopg.connect(dsn) as conn:
         if conn.execute("show timescaledb.license").fetchone() != ("apache",):
@@ -55,6 +56,7 @@ def test_the_apache_edition_refuses_and_changes_nothing(dsn: str, tmp_path: Path
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_an_embedded_server_refuses_a_community_license_without_its_module(
     tmp_path: Path,
 ) -> None:

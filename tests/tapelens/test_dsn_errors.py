@@ -98,6 +98,7 @@ def test_the_command_line_shows_no_piece_of_the_password(password: str, closed_p
         assert shown_pieces(output, password) == [], (dsn, args, output)
 
 
+@pytest.mark.slow
 def test_the_environment_dsn_is_masked_alike(closed_port: int) -> None:
     password = "Sekr1t@Pw:8"
     result = run("db", "status", env={"TAPELENS_DSN": shapes(password, closed_port)[0]})

@@ -10,21 +10,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-import psycopg
 import pytest
 
-from tapelens.dbt_runs import build
 from tests.fixtures import tiny_site as sample
 from tests.fixtures.cli import run as tapelens
-from tests.fixtures.marts import MODELS_ONLY
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def site(module_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> str:
-    with psycopg.connect(module_dsn) as conn:
-        sample.insert_sample(conn)
-    build(module_dsn, exclude=MODELS_ONLY, log_dir=tmp_path_factory.mktemp("dbt"))
-    return module_dsn
+    return sample.with_marts(module_dsn, tmp_path_factory.mktemp("dbt"))
 
 
 def run(dsn: str, *args: str) -> tuple[int, str, str]:

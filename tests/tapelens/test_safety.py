@@ -46,6 +46,7 @@ def test_no_shell_anywhere() -> None:
     assert found == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bool(os.environ.get("TAPELENS_TEST_DSN")), reason="uses the embedded server")
 def test_a_home_with_a_quote_and_spaces_serves(tmp_path: Path) -> None:
     # Short: a unix socket path must stay under 108 bytes.
@@ -65,6 +66,7 @@ def test_a_home_with_a_quote_and_spaces_serves(tmp_path: Path) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["$(touch PWNED)", "`touch PWNED`", 'a"b', "back\\slash"])
 def test_a_home_a_shell_would_read_is_refused_before_anything_runs(
     tmp_path: Path, name: str
@@ -138,6 +140,7 @@ def test_a_refused_connection_says_nothing_of_the_password(password: str) -> Non
         assert leaks(str(err.value), password) == [], (dsn, str(err.value))
 
 
+@pytest.mark.slow
 def test_cli_failures_are_one_line_without_password(tmp_path: Path) -> None:
     secret = "SECRETPASS9"
     bad = run("--dsn", f"postgresql://u:{secret}@/db?host=/nonexistent", "db", "status")

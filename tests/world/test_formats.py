@@ -157,6 +157,7 @@ def test_enstore_lists_per_volume(sites: dict[str, Path]) -> None:
     assert got.sort("copy_id").equals(want.sort("copy_id").cast(got.schema))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["gridka", "cern"])
 def test_chunked_writes_do_not_change_the_bytes(tmp_path: Path, profile: str) -> None:
     def digest(root: Path) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
 from tapelens.analysis.sim.simulator import (
     DCACHE_WINDOW,
@@ -25,6 +26,7 @@ def run(requests: pl.DataFrame, drives: int, config: SimConfig, seed: int = 0) -
     return simulate(requests, library, PARAMS, config, np.random.default_rng(seed))
 
 
+@pytest.mark.slow
 def test_a_deeper_queue_window_lets_the_sorted_scheduler_read_faster() -> None:
     """docs/domain.md: raising dCache's limit from 2,000 to 30,000 requests raised GridKa's recall
     rate by about 50%. 50,000 files scattered over 500 tapes: with 2,000 visible the scheduler

@@ -215,6 +215,7 @@ def test_cancel_cancels_the_outstanding_batches(server: TapeRestServer, tmp_path
     assert states == {"CANCELLED"}
 
 
+@pytest.mark.slow
 def test_the_token_is_required_sent_only_safely_and_never_printed(
     server: TapeRestServer, tmp_path: Path
 ) -> None:
