@@ -20,29 +20,55 @@
     variance exactly and its square root to 20 decimals, so the double result is correctly
     rounded (plain numeric keeps only ~16 digits through sqrt). -#}
 {% macro precise(expr) -%}
+    {{ return(adapter.dispatch('precise', 'tapelens')(expr)) }}
+{%- endmacro %}
+{% macro default__precise(expr) -%}
     ({{ expr }})::numeric(40, 20)
+{%- endmacro %}
+{#- Spark's decimals stop at 38 digits; 18 decimals keep a mean of posdiffs exact to 1e-18. -#}
+{% macro spark__precise(expr) -%}
+    cast({{ expr }} as decimal(38, 18))
 {%- endmacro %}
 
 {#- Mean and sample standard deviation of posdiffs of the counted gaps pooled from per-volume sums
     (n, sum, sum of squares are exact integers): var = (n * ss - s^2) / (n * (n - 1)). -#}
 {% macro pooled_mean(n, s) -%}
+    {{ return(adapter.dispatch('pooled_mean', 'tapelens')(n, s)) }}
+{%- endmacro %}
+{% macro default__pooled_mean(n, s) -%}
     ({{ precise(s) }} / nullif({{ n }}, 0))::double precision
+{%- endmacro %}
+{#- In Spark a double division of the exact sums (integers, exact in a double below 2^53). -#}
+{% macro spark__pooled_mean(n, s) -%}
+    (cast({{ s }} as double) / nullif({{ n }}, 0))
 {%- endmacro %}
 
 {% macro pooled_variance(n, s, ss) -%}
+    {{ return(adapter.dispatch('pooled_variance', 'tapelens')(n, s, ss)) }}
+{%- endmacro %}
+{% macro default__pooled_variance(n, s, ss) -%}
     greatest(({{ n }} * {{ ss }} - {{ s }} * {{ s }})::numeric(60, 20), 0)
     / ({{ n }} * ({{ n }} - 1))
+{%- endmacro %}
+{#- In Spark n * ss - s^2 is taken in 38-digit decimals (exact), then divided as a double. -#}
+{% macro spark__pooled_variance(n, s, ss) -%}
+    cast(greatest(
+        cast({{ n }} as decimal(38, 0)) * cast({{ ss }} as decimal(38, 0))
+        - cast({{ s }} as decimal(38, 0)) * cast({{ s }} as decimal(38, 0)),
+        0
+    ) as double)
+    / (cast({{ n }} as double) * ({{ n }} - 1))
 {%- endmacro %}
 
 {% macro pooled_sigma(n, s, ss) -%}
     case
-        when {{ n }} > 1 then sqrt({{ pooled_variance(n, s, ss) }})::double precision
+        when {{ n }} > 1 then {{ as_double('sqrt(' ~ pooled_variance(n, s, ss) ~ ')') }}
     end
 {%- endmacro %}
 
 {#- The standard error of the mean, sigma / sqrt(n), as sqrt(variance / n). -#}
 {% macro pooled_sem(n, s, ss) -%}
     case
-        when {{ n }} > 1 then sqrt({{ pooled_variance(n, s, ss) }} / {{ n }})::double precision
+        when {{ n }} > 1 then {{ as_double('sqrt(' ~ pooled_variance(n, s, ss) ~ ' / ' ~ n ~ ')') }}
     end
 {%- endmacro %}

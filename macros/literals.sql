@@ -5,7 +5,7 @@
 
 {#- Midnight UTC of a date given as text ('2020-10-01'). -#}
 {% macro utc_midnight(value) -%}
-    ({{ sql_text(value) }}::date::timestamp at time zone 'UTC')
+    {{ utc_midnight_of(sql_text(value)) }}
 {%- endmacro %}
 
 {#- A numeric var, refused at compile time unless it is a number (it goes into SQL as is). -#}

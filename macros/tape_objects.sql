@@ -10,19 +10,24 @@
     Sums are taken in double precision (exact below 2^53 bytes, 9 PB). With `average`, each row
     also carries the volume's average object size (avg_object_bytes). -#}
 {% macro tape_objects(copies, average=false) -%}
+{#- Spark SQL (a dbt build on the spark target) has neither the collation "C" (its strings
+    compare as bytes already) nor the type name double precision. -#}
+{%- set spark = target is defined and target.type == 'spark' -%}
+{%- set by_volume = 'volume' if spark else 'volume collate "C"' -%}
+{%- set double = 'double' if spark else 'double precision' -%}
 select
     volume,
     position,
     object_bytes,
     coalesce(sum(object_bytes) over (
-        partition by volume collate "C" order by position
+        partition by {{ by_volume }} order by position
         rows between unbounded preceding and 1 preceding
     ), 0) as start_bytes
     {%- if average %},
-    avg(object_bytes) over (partition by volume collate "C") as avg_object_bytes
+    avg(object_bytes) over (partition by {{ by_volume }}) as avg_object_bytes
     {%- endif %}
 from (
-    select volume, position, sum(size_bytes::double precision) as object_bytes
+    select volume, position, sum(size_bytes::{{ double }}) as object_bytes
     from {{ copies }}
     group by volume, position
 ) as objects

@@ -9,7 +9,11 @@
             "{{ touched_files_hook(2) }}",
             "{{ touched_files_hook(3) }}",
         ],
-        post_hook="analyze {{ this }}",
+        post_hook=[
+            "{{ analyze_this() }}",
+            "{{ drop_touched() }}",
+            "{{ drop_touched(files=true) }}",
+        ],
         indexes=[{'columns': ['source', 'file_id']}],
     )
 }}

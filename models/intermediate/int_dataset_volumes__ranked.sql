@@ -1,4 +1,4 @@
-{{ config(materialized='table', post_hook='analyze {{ this }}') }}
+{{ config(materialized='table', post_hook='{{ analyze_this() }}') }}
 
 -- Each volume holding live copies of a dataset, with how many of them are first copies (a
 -- file's oldest live copy) and how many are small (below var('small_file_bytes')), ranked by

@@ -61,29 +61,35 @@ candidates as (
     select * from by_file_id
 ),
 
-chosen as (
-    select distinct on (candidates.transfer_key)
-        candidates.*
+on_logged_volume as (
+    select
+        candidates.*,
+        reads.position is not null and candidates.position = reads.position
+            as at_logged_position,
+        candidates.written_at <= reads.started_at
+        and (candidates.removed_at is null or candidates.removed_at > reads.started_at)
+            as listed_at_read
     from candidates
     inner join reads
         on candidates.transfer_key = reads.transfer_key
     where reads.volume is null or candidates.volume = reads.volume
-    order by
-        candidates.transfer_key,
-        (reads.position is not null and candidates.position = reads.position) desc,
-        (
-            candidates.written_at <= reads.started_at
-            and (candidates.removed_at is null or candidates.removed_at > reads.started_at)
-        ) desc,
-        candidates.match_rank,
-        -- the newest as the product orders a file's copies (analysis/recall/baselines/newest.py
-        -- newest_first): the latest write, the highest copy number, then volume and position
-        candidates.written_at desc,
-        candidates.copy_no desc,
-        candidates.volume,
-        candidates.position,
-        candidates.offset_bytes,
-        candidates.copy_id
+),
+
+-- The copy on the logged position, then one listed when the read started, then by path, then
+-- the newest as the product orders a file's copies (analysis/recall/baselines/newest.py
+-- newest_first): the latest write, the highest copy number, then volume and position. Where
+-- nulls sort is spelt out (PostgreSQL's defaults): Spark's defaults differ.
+chosen as (
+    {{ first_row_per('on_logged_volume', 'transfer_key',
+        'at_logged_position desc nulls first,
+        listed_at_read desc nulls first,
+        match_rank,
+        written_at desc nulls first,
+        copy_no desc nulls first,
+        volume nulls last,
+        position nulls last,
+        offset_bytes nulls last,
+        copy_id nulls last') }}
 ),
 
 final as (

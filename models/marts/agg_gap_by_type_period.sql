@@ -12,7 +12,7 @@ with file_gaps as (
 summed as (
     select
         dataset_type,
-        to_char(written_at at time zone 'UTC', 'YYYY-MM') as month,
+        {{ utc_month_text('written_at') }} as month,
         written_at >= {{ utc_midnight(var('cutover_date')) }} as is_after,
         count(*) as files,
         count(*) filter (where gap_class = 'counted') as n,

@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 -- One row per dataset with a live copy: size, placement and duplicates. files and size_bytes
 -- count each file once (its first copy); copies and copy_bytes count every live copy.
@@ -121,8 +121,7 @@ final as (
         per_dataset.tapes_used,
         per_dataset_volumes.main_tapes,
         capacities.capacity_bytes,
-        ceil(per_dataset_volumes.size_bytes::numeric / nullif(capacities.capacity_bytes, 0))::bigint
-            as tapes_needed,
+        {{ ceil_div('per_dataset_volumes.size_bytes', 'capacities.capacity_bytes') }} as tapes_needed,
         per_dataset.n_counted_gaps,
         {{ pooled_mean('per_dataset.n_counted_gaps', 'per_dataset.sum_posdiff') }} as mean_gap,
         {{ pooled_sigma(
@@ -130,7 +129,7 @@ final as (
         ) }} as sigma_gap,
         per_dataset.n_locates,
         per_dataset_volumes.small_files,
-        per_dataset_volumes.small_files::double precision
+        {{ as_double('per_dataset_volumes.small_files') }}
         / nullif(per_dataset_volumes.files, 0) as small_file_share,
         coalesce(extra_mounts.extra_mounts, 0) as extra_mounts,
         per_dataset.first_written_at,

@@ -8,7 +8,7 @@
             "{{ touched_volumes_hook(1) }}",
             "{{ touched_volumes_hook(2) }}",
         ],
-        post_hook="analyze {{ this }}",
+        post_hook=["{{ analyze_this() }}", "{{ drop_touched() }}"],
         indexes=[{'columns': ['volume']}, {'columns': ['dataset']}],
     )
 }}
@@ -72,18 +72,18 @@ final as (
         per_dataset_tape.files,
         per_dataset_tape.size_bytes,
         per_dataset_tape.n_counted_gaps,
-        per_dataset_tape.mean_posdiff::double precision as mean_posdiff,
-        per_dataset_tape.sigma_posdiff::double precision as sigma_posdiff,
-        per_dataset_tape.sum_posdiff::numeric as sum_posdiff,
-        per_dataset_tape.sum_posdiff_sq::numeric as sum_posdiff_sq,
+        {{ as_double('per_dataset_tape.mean_posdiff') }} as mean_posdiff,
+        {{ as_double('per_dataset_tape.sigma_posdiff') }} as sigma_posdiff,
+        cast(per_dataset_tape.sum_posdiff as {{ type_exact() }}) as sum_posdiff,
+        cast(per_dataset_tape.sum_posdiff_sq as {{ type_exact() }}) as sum_posdiff_sq,
         per_dataset_tape.n_locates,
         per_dataset_tape.n_aggregate_members,
         per_dataset_tape.n_first,
         per_dataset_tape.counted_gap_bytes,
-        (
-            per_dataset_tape.size_bytes::numeric
-            / nullif(per_dataset_tape.size_bytes + per_dataset_tape.counted_gap_bytes, 0)
-        )::double precision as rate_factor,
+        {{ exact_ratio(
+            'per_dataset_tape.size_bytes',
+            'per_dataset_tape.size_bytes + per_dataset_tape.counted_gap_bytes'
+        ) }} as rate_factor,
         per_dataset_tape.first_position,
         per_dataset_tape.last_position,
         per_dataset_tape.first_written_at,

@@ -35,14 +35,14 @@ moved as (
 
 per_day_moved as (
     select
-        time_bucket(interval '1 day', started_at) as day,
+        {{ utc_day('started_at') }} as day,
         drive,
         media_type,
         count(*) filter (where direction = 'read') as files_read,
         count(*) filter (where direction = 'write') as files_written,
         coalesce(sum(size_bytes) filter (where direction = 'read'), 0)::bigint as read_bytes,
         coalesce(sum(size_bytes) filter (where direction = 'write'), 0)::bigint as written_bytes,
-        coalesce(sum(duration_s), 0)::double precision as transfer_s
+        {{ as_double('coalesce(sum(duration_s), 0)') }} as transfer_s
     from moved
     group by 1, 2, 3
 ),
@@ -54,14 +54,14 @@ final as (
         coalesce(mounts.media_type, per_day_moved.media_type) as media_type,
         coalesce(mounts.mounts, 0) as mounts,
         coalesce(mounts.mounted_s, 0) as mounted_s,
-        coalesce(mounts.mounted_s, 0) / 86400.0::double precision as busy_share,
+        coalesce(mounts.mounted_s, 0) / {{ as_double('86400.0') }} as busy_share,
         coalesce(per_day_moved.files_read, 0) as files_read,
         coalesce(per_day_moved.files_written, 0) as files_written,
         coalesce(per_day_moved.read_bytes, 0) as read_bytes,
         coalesce(per_day_moved.written_bytes, 0) as written_bytes,
         coalesce(per_day_moved.transfer_s, 0) as transfer_s,
         (coalesce(per_day_moved.read_bytes, 0) + coalesce(per_day_moved.written_bytes, 0))
-        / 1e6::double precision / nullif(per_day_moved.transfer_s, 0) as transfer_rate_mb_s
+        / {{ as_double('1e6') }} / nullif(per_day_moved.transfer_s, 0) as transfer_rate_mb_s
     from mounts
     full outer join per_day_moved
         on mounts.day = per_day_moved.day

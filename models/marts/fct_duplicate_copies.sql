@@ -16,7 +16,7 @@ per_file as (
         source,
         file_id,
         count(*) as copies,
-        array_agg(distinct volume order by volume) as volumes,
+        {{ sorted_distinct_array('volume') }} as volumes,
         count(distinct volume) as n_volumes,
         min(written_at) as first_written_at,
         max(written_at) as last_written_at

@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 -- How many written files came with collocation hints, per experiment, activity and month of
 -- writing (UTC): files and bytes with hints (status ok), and apart from them those whose
@@ -12,7 +12,7 @@ final as (
     select
         experiment,
         activity,
-        date_trunc('month', written_at at time zone 'UTC')::date as month,
+        {{ utc_month_start('written_at') }} as month,
         count(*) as files,
         coalesce(sum(size_bytes), 0)::bigint as size_bytes,
         count(*) filter (where status = 'ok') as hinted_files,
@@ -23,12 +23,12 @@ final as (
         count(*) filter (where status in ('malformed', 'truncated')) as unreadable_files,
         count(*) filter (where status = 'truncated') as truncated_files,
         count(*) filter (where status = 'contradictory') as contradictory_files,
-        (count(*) filter (where status = 'ok'))::double precision / count(*) as hinted_share,
-        (sum(size_bytes) filter (where status = 'ok'))::double precision
+        {{ as_double("count(*) filter (where status = 'ok')") }} / count(*) as hinted_share,
+        {{ as_double("sum(size_bytes) filter (where status = 'ok')") }}
         / nullif(sum(size_bytes), 0) as hinted_bytes_share,
         count(*) filter (where on_tape) as files_on_tape
     from files
-    group by experiment, activity, date_trunc('month', written_at at time zone 'UTC')::date
+    group by experiment, activity, {{ utc_month_start('written_at') }}
 )
 
 select * from final

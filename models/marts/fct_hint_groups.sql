@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 -- One row per collocation group at each hint level: the files whose hints agree on levels 0
 -- to `level` (a group at level 2 is one run of one data type of one kind of data), as a tape
@@ -16,7 +16,7 @@ with files as (
 ),
 
 levels as (
-    select generate_series(0, 3) as level
+    {{ integer_rows('level', 0, 3) }}
 ),
 
 members as (
@@ -171,16 +171,15 @@ final as (
         per_group.size_bytes,
         per_group.announced_files,
         per_group.announced_bytes,
-        per_group.files::double precision / nullif(per_group.announced_files, 0)
+        {{ as_double('per_group.files') }} / nullif(per_group.announced_files, 0)
             as announced_files_share,
-        per_group.size_bytes::double precision / nullif(per_group.announced_bytes, 0)
+        {{ as_double('per_group.size_bytes') }} / nullif(per_group.announced_bytes, 0)
             as announced_bytes_share,
         per_group.files_on_tape,
         per_group.bytes_on_tape,
         coalesce(span_totals.tapes_used, 0) as tapes_used,
         capacities.capacity_bytes,
-        ceil(per_group.bytes_on_tape::numeric / nullif(capacities.capacity_bytes, 0))::bigint
-            as tapes_needed,
+        {{ ceil_div('per_group.bytes_on_tape', 'capacities.capacity_bytes') }} as tapes_needed,
         coalesce(gaps.n_counted_gaps, 0) as n_counted_gaps,
         {{ pooled_mean('gaps.n_counted_gaps', 'gaps.sum_posdiff') }} as mean_gap,
         {{ pooled_sigma('gaps.n_counted_gaps', 'gaps.sum_posdiff', 'gaps.sum_posdiff_sq') }}
@@ -188,7 +187,7 @@ final as (
         coalesce(gaps.n_locates, 0) as n_locates,
         span_totals.span_positions,
         span_totals.held_positions,
-        (span_totals.span_positions - span_totals.held_positions)::double precision
+        {{ as_double('span_totals.span_positions - span_totals.held_positions') }}
         / nullif(span_totals.span_positions, 0) as interleaved_share,
         per_group.first_written_at,
         per_group.last_written_at

@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 {#- Reads of one requester belong to one recall campaign while each starts within this many
     seconds of the previous one (6 hours unless --var recall_campaign_gap_s=... says). -#}
@@ -30,8 +30,7 @@ ordered as (
         path,
         case
             when lag(started_at) over by_requester is null
-                or started_at - lag(started_at) over by_requester
-                > {{ gap_s }} * interval '1 second'
+                or {{ more_than_seconds_after('started_at', 'lag(started_at) over by_requester', gap_s) }}
                 then 1
             else 0
         end as starts_campaign
@@ -81,7 +80,7 @@ recalled as (
 ),
 
 levels as (
-    select generate_series(0, 3) as level
+    {{ integer_rows('level', 0, 3) }}
 ),
 
 grouped as (
@@ -140,7 +139,7 @@ final as (
         coalesce(per_level.files_without_level, 0) as files_without_level,
         per_level.top_group,
         coalesce(per_level.top_group_files, 0) as top_group_files,
-        coalesce(per_level.top_group_files, 0)::double precision
+        {{ as_double('coalesce(per_level.top_group_files, 0)') }}
         / per_level.hinted_files as top_group_share
     from per_level
     inner join campaigns

@@ -14,14 +14,14 @@ tapes as (
 
 located as (
     select
-        time_bucket(interval '1 day', mounts.mounted_at) as day,
+        {{ utc_day('mounts.mounted_at') }} as day,
         coalesce(mounts.drive, 'unknown') as drive,
         coalesce(tapes.media_type, 'unknown') as media_type,
         mounts.volume,
         mounts.purpose,
         mounts.status,
-        extract(epoch from mounts.dismounted_at - mounts.mounted_at) as mounted_s,
-        extract(epoch from mounts.mounted_at - mounts.requested_at) as wait_s
+        {{ seconds_between('mounts.mounted_at', 'mounts.dismounted_at') }} as mounted_s,
+        {{ seconds_between('mounts.requested_at', 'mounts.mounted_at') }} as wait_s
     from mounts
     left join tapes
         on mounts.volume = tapes.volume
@@ -40,10 +40,10 @@ final as (
             where status in ('no_dismount', 'no_mount', 'no_request')
         ) as incomplete_mounts,
         count(*) filter (where status in ('failed', 'aborted')) as failed_mounts,
-        coalesce(sum(mounted_s), 0)::double precision as mounted_s,
-        avg(mounted_s)::double precision as mean_mounted_s,
-        avg(wait_s)::double precision as mean_wait_s,
-        max(wait_s)::double precision as max_wait_s
+        {{ as_double('coalesce(sum(mounted_s), 0)') }} as mounted_s,
+        {{ as_double('avg(mounted_s)') }} as mean_mounted_s,
+        {{ as_double('avg(wait_s)') }} as mean_wait_s,
+        {{ as_double('max(wait_s)') }} as max_wait_s
     from located
     group by day, drive, media_type
 )

@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 -- Per pool, media type and tape state: tapes, their capacity and what is on them. Tapes
 -- without a pool group as 'none'. scratch_bytes is the space still writable: the whole

@@ -92,15 +92,15 @@ final as (
         coalesce(per_volume_copies.duplicate_bytes, 0) as duplicate_bytes,
         coalesce(per_volume_copies.duplicate_copies, 0) as duplicate_copies,
         coalesce(per_volume_copies.stray_copies, 0) as stray_copies,
-        coalesce(per_volume.live_bytes, 0)::double precision
+        {{ as_double('coalesce(per_volume.live_bytes, 0)') }}
         / nullif(coalesce(tapes.capacity_bytes, media_types.capacity_bytes), 0) as occupancy,
         coalesce(per_volume.n_datasets, 0) as n_datasets,
         coalesce(per_volume_copies.small_files, 0) as small_files,
-        per_volume_copies.small_files::double precision / nullif(per_volume.files, 0)
+        {{ as_double('per_volume_copies.small_files') }} / nullif(per_volume.files, 0)
             as small_file_share,
         coalesce(per_volume.n_counted_gaps, 0) as n_counted_gaps,
         {{ pooled_mean('per_volume.n_counted_gaps', 'per_volume.sum_posdiff') }} as mean_gap,
-        per_volume_copies.datasets_mean_gap::double precision as datasets_mean_gap,
+        {{ as_double('per_volume_copies.datasets_mean_gap') }} as datasets_mean_gap,
         per_volume.first_written_at,
         per_volume.last_written_at,
         coalesce(tapes.state, 'unknown') not in {{ tape_states('out_of_library') }}

@@ -24,7 +24,7 @@ events as (
         volume,
         mounted_at as event_at,
         0 as event_order,
-        null::text as transfer_key,
+        cast(null as {{ type_text() }}) as transfer_key,
         mounted_at,
         dismounted_at
     from mounts
@@ -34,8 +34,8 @@ events as (
         started_at as event_at,
         1 as event_order,
         transfer_key,
-        null::timestamptz as mounted_at,
-        null::timestamptz as dismounted_at
+        cast(null as {{ type_instant() }}) as mounted_at,
+        cast(null as {{ type_instant() }}) as dismounted_at
     from reads
     where volume is not null
 ),
@@ -84,8 +84,10 @@ windowed as (
             when mount_mounted_at is null
                 and (
                     lag(started_at) over unmounted is null
-                    or started_at - lag(started_at) over unmounted
-                    > {{ number_var('read_session_gap_s') }} * interval '1 second'
+                    or {{ more_than_seconds_after(
+                        'started_at', 'lag(started_at) over unmounted',
+                        number_var('read_session_gap_s')
+                    ) }}
                 )
                 then 1
             else 0
@@ -103,9 +105,7 @@ sessions as (
         mount_mounted_at,
         case
             when mount_mounted_at is not null
-                then 'mount:' || volume || '@' || to_char(
-                    mount_mounted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
-                )
+                then 'mount:' || volume || '@' || {{ utc_iso_text('mount_mounted_at') }}
             else 'window:' || volume || '#' || sum(starts_window) over (
                 partition by volume, mount_mounted_at is null
                 order by started_at, transfer_key
@@ -131,7 +131,7 @@ sequenced as (
         on reads.transfer_key = sessions.transfer_key
     window session_order as (
         partition by sessions.session_id
-        order by reads.started_at, reads.position, reads.transfer_key
+        order by reads.started_at, reads.position nulls last, reads.transfer_key
     )
 ),
 
@@ -155,10 +155,10 @@ final as (
         sequenced.duration_s,
         sequenced.queued_s,
         sequenced.locate_s,
-        case
-            when sequenced.duration_s > 0
-                then sequenced.size_bytes::double precision / 1e6 / sequenced.duration_s
-        end::double precision as rate_mb_s,
+        {{ as_double(
+            'case when sequenced.duration_s > 0 then '
+            ~ as_double('sequenced.size_bytes') ~ ' / 1e6 / sequenced.duration_s end'
+        ) }} as rate_mb_s,
         sequenced.session_kind,
         sequenced.session_id,
         sequenced.mount_mounted_at,

@@ -1,6 +1,6 @@
 {{
     config(
-        post_hook="analyze {{ this }}",
+        post_hook="{{ analyze_this() }}",
         indexes=[{'columns': ['volume'], 'unique': True}],
     )
 }}
@@ -20,7 +20,7 @@ final as (
         volume,
         count(*) as objects,
         sum(object_bytes)::bigint as object_bytes,
-        avg(object_bytes)::double precision as avg_object_bytes,
+        {{ as_double('avg(object_bytes)') }} as avg_object_bytes,
         max(watermark_run_id) as watermark_run_id
     from objects
     group by volume

@@ -8,7 +8,7 @@
             "{{ touched_volumes_hook(1) }}",
             "{{ touched_volumes_hook(2) }}",
         ],
-        post_hook="analyze {{ this }}",
+        post_hook=["{{ analyze_this() }}", "{{ drop_touched() }}"],
         indexes=[{'columns': ['volume', 'position'], 'unique': True}],
     )
 }}

@@ -7,7 +7,7 @@ final as (
         -- transfers have no id: a digest of the columns of their unique index
         md5(concat_ws(
             chr(31), source, direction, coalesce(file_id, ''), coalesce(path, ''),
-            (extract(epoch from started_at) * 1000000)::bigint::text
+            {{ epoch_micros_text('started_at') }}
         )) as transfer_key,
         source,
         direction,
