@@ -1,4 +1,4 @@
-{{ config(post_hook='analyze {{ this }}') }}
+{{ config(post_hook='{{ analyze_this() }}') }}
 
 -- One row per written file with hint records: the record that speaks for it (an ok record
 -- first, the latest; then a contradictory one; then empty, truncated, malformed, absent), and
