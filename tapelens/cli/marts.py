@@ -12,7 +12,8 @@ from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
 from tapelens.db import connection
-from tapelens.dbt_runs import MARTS_SCHEMA, NodeDone, build
+from tapelens.dbt_runs import MARTS_SCHEMA, BuildSummary, NodeDone, build, build_on_spark
+from tapelens.spark.settings import EngineSettings, engine_options
 
 marts = BY_NAME["marts"]
 
@@ -81,9 +82,11 @@ def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
     help="dbt var (repeatable): cutover_date, small_file_bytes, main_tapes_share, "
     "read_session_gap_s.",
 )
+@engine_options
 @pass_app
 def build_cmd(
     app: App,
+    engine: EngineSettings,
     select: tuple[str, ...],
     exclude: tuple[str, ...],
     full_refresh: bool,
@@ -92,30 +95,46 @@ def build_cmd(
     """Build the marts in schema tapelens_marts and run their tests.
 
     Incremental marts recompute only the volumes changed since the last build. dbt's log goes
-    to dbt/dbt.log under the home directory.
+    to dbt/dbt.log under the home directory (dbt-spark/dbt.log with --engine spark, which
+    builds the same marts as Delta tables of the Spark warehouse; its unit tests are left out).
 
     \b
     Example:
         tapelens marts build --var cutover_date=2020-10-01
+        tapelens marts build --engine spark --spark-warehouse /data/tapelens
     """
+    options: dict[str, Any] = {
+        "select": list(select) or None,
+        "full_refresh": full_refresh,
+        "vars": _parse_vars(var_pairs) or None,
+        "exclude": list(exclude) or None,
+    }
+    where = f" on Spark ({engine.warehouse(app.home)})" if engine.spark else ""
+    click.echo(f"tapelens: building the dbt models into {MARTS_SCHEMA}{where}", err=True)
+    if engine.spark:
+        with _BuildProgress() as progress:
+            summary = build_on_spark(
+                engine.spark_master,
+                engine.warehouse(app.home),
+                log_dir=app.home / "dbt-spark",
+                progress=progress,
+                **options,
+            )
+        _say_built(summary)
+        return
     dsn = app.dsn()
-    click.echo(f"tapelens: building the dbt models into {MARTS_SCHEMA}", err=True)
     with _BuildProgress() as progress:
-        summary = build(
-            dsn,
-            select=list(select) or None,
-            full_refresh=full_refresh,
-            vars=_parse_vars(var_pairs) or None,
-            log_dir=app.home / "dbt",
-            exclude=list(exclude) or None,
-            progress=progress,
-        )
+        summary = build(dsn, log_dir=app.home / "dbt", progress=progress, **options)
+    _say_built(summary)
+    store_placement_costs(dsn)
+
+
+def _say_built(summary: BuildSummary) -> None:
     click.echo(
         f"models built: {summary.models_built}  tests passed: {summary.tests_passed}  "
         f"tests failed: {summary.tests_failed}  seconds: {summary.seconds:.1f}",
         err=True,
     )
-    store_placement_costs(dsn)
 
 
 def store_placement_costs(dsn: str) -> None:
