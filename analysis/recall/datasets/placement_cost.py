@@ -34,14 +34,14 @@ from tapelens.analysis.recall.datasets.prediction import (
     adjacent_on_own_tapes,
     ideal_placement,
     predict_datasets,
+    readable_split,
     recall_datasets,
 )
-from tapelens.analysis.recall.engine import engine_inputs, readable_media, with_other_volumes
+from tapelens.analysis.recall.engine import engine_inputs, with_other_volumes
 from tapelens.analysis.recall.schedule.drives import readable_by_catalog
 from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.recall.schedule.schedule import timed_tapes
 from tapelens.analysis.throughput.model import ModelParams
-from tapelens.tape_states import NOT_RECALLABLE
 
 # The per-dataset figures, what matters first.
 DATASET_COLUMNS = (
@@ -195,15 +195,7 @@ def _as_placed(
     volume, media_type, bytes, total_s). A dataset with a choice of copies goes through the
     engine's copy choice (the least drive time); the others' copies are all read, each tape
     timed by the engine's schedule at once for every dataset."""
-    can = pl.col("media_type").is_in(readable_media(drives, readers))
-    if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
-        can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
-    unreadable = (
-        files.filter(~can)
-        .group_by("dataset")
-        .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
-    )
-    ready = files.filter(can)
+    ready, unreadable = readable_split(files, drives, readers)
     key = "file_id" if "file_id" in files.columns else "position"
     choosing = (
         ready.group_by("dataset")

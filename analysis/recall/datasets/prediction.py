@@ -214,7 +214,7 @@ def recall_per_dataset(
     in a state that cannot be recalled now),
     {prefix}_s and {prefix}_rate_mb_s. `files` may hold several copies of a file (file_id):
     the engine picks among them as `plan recall` does."""
-    recalled, _ = _recall(files, drives, params_by_media, readable_by, sharing, order)
+    recalled, _, _ = recall_datasets(files, drives, params_by_media, readable_by, sharing, order)
     return _prefixed(recalled, prefix)
 
 
@@ -222,17 +222,20 @@ def _prefixed(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
     return frame.rename({c: f"{prefix}_{c}" for c in frame.columns if c != "dataset"})
 
 
-def _recall(
-    files: pl.DataFrame,
-    drives: Mapping[str, int],
-    params_by_media: Mapping[str, ModelParams],
-    readable_by: Mapping[str, tuple[str, ...]] | None,
-    sharing: Sharing | None,
-    order: str = "position",
+def readable_split(
+    files: pl.DataFrame, drives: Mapping[str, int], readers: Mapping[str, tuple[str, ...]]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per dataset: tapes, unreadable_tapes, s, rate_mb_s; and the copies the engine read."""
-    out, read, _ = recall_datasets(files, drives, params_by_media, readable_by, sharing, order)
-    return out, read
+    """The copies `drives` can recall now, and per dataset the tapes of the others (unreadable
+    _tapes: a media type no given drive reads, or a state that cannot be recalled now)."""
+    can = pl.col("media_type").is_in(readable_media(drives, readers))
+    if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
+        can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
+    unreadable = (
+        files.filter(~can)
+        .group_by("dataset")
+        .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
+    )
+    return files.filter(can), unreadable
 
 
 def recall_datasets(
@@ -252,16 +255,8 @@ def recall_datasets(
     are left out and counted in unreadable_tapes."""
     readers = dict(readable_by) if readable_by is not None else readable_by_catalog()
     counts = {d: n for d, n in drives.items() if n > 0}
-    readable = readable_media(counts, readers)
-    can = pl.col("media_type").is_in(readable)
-    if "tape_state" in files.columns:  # as requests.resolve refuses them for a plan
-        can = can & ~pl.col("tape_state").is_in(list(NOT_RECALLABLE))
-    unreadable = (
-        files.filter(~can)
-        .group_by("dataset")
-        .agg(pl.col("volume").n_unique().alias("unreadable_tapes"))
-    )
-    copies, wanted = engine_inputs(files.filter(can), group="dataset")
+    ready, unreadable = readable_split(files, counts, readers)
+    copies, wanted = engine_inputs(ready, group="dataset")
     policy = Policy(sharing or Sharing(), order=order, objective=objective)
     done = recall(copies, wanted, params_by_media, counts, readers, policy, own_drives=True)
     read = done.schedule.files
@@ -308,7 +303,7 @@ def predict_datasets(
     """
     if "offset_bytes" not in files.columns:
         files = files.with_columns(offset_bytes=pl.lit(None, pl.Int64))
-    now, read = _recall(files, drives, params_by_media, readable_by, sharing, order)
+    now, read, _ = recall_datasets(files, drives, params_by_media, readable_by, sharing, order)
     first = [pl.col("dataset_type").first()] if "dataset_type" in files.columns else []
     types = files.group_by("dataset").agg(*first)
     key = "file_id" if "file_id" in files.columns else "position"
@@ -325,10 +320,10 @@ def predict_datasets(
         on="dataset",
         how="left",
     )
-    packed, _ = _recall(
+    packed, _, _ = recall_datasets(
         ideal_placement(read, params_by_media), drives, params_by_media, readable_by, sharing, order
     )
-    own, _ = _recall(
+    own, _, _ = recall_datasets(
         adjacent_on_own_tapes(read), drives, params_by_media, readable_by, sharing, order
     )
     # The ideal is the faster of the two layouts, so that no dataset's placement shows a
