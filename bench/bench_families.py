@@ -1,14 +1,19 @@
 """Tape families advice: its time at scale, and what it saves on the synthetic site.
 
 Run: .venv/bin/python bench/bench_families.py [--files 200000] [--replay-files 10000000]
-[--seed 7] [--dsn DSN]. Two parts:
+[--advice-files 10000000] [--seed 7] [--dsn DSN] (0 skips a part). Three parts:
 
 1. The write replay at scale: the policy collocate-by-hint (analysis/whatif/families.py) over
    a write stream of --replay-files files (3 pools, datasets of about 100 files arriving over
    nine years, hint groups at four levels), one replay per hint level as the advice runs them.
    The advice's other work, the recall engine over the history's campaigns, grows with the
    campaigns, not with the catalog.
-2. End to end on a generated site of --files files with hints (`tapelens demo generate
+2. The whole advice at scale (analysis/families/advice.py advise, what `plan families` runs
+   once the catalog is read): the same stream as the site's live copies, its recorded placement
+   the FIFO replay of it with the advice's write drives, twelve recall campaigns of whole
+   datasets; the recorded placement and the four levels priced. Reading the copies from the
+   database is not in it (docs/scaling.md has the catalog reads at this size).
+3. End to end on a generated site of --files files with hints (`tapelens demo generate
    --hints`): ingest, marts, calibration, then the advice (analysis/families/store.py
    advise_from_catalog, as `tapelens plan families --write-drives 6 --batch-bytes 4TB` runs it)
    timed; per pool the advised level against the recorded placement (recall mounts, drive
@@ -36,19 +41,22 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import bench_server, fresh_database, machine  # noqa: E402
-from tapelens.analysis.families.advice import RECORDED, AdviceOptions  # noqa: E402
+from tapelens.analysis.families.advice import RECORDED, AdviceOptions, advise  # noqa: E402
 from tapelens.analysis.families.store import (  # noqa: E402
     SiteAdviceOptions,
     advise_from_catalog,
     read_campaigns,
 )
 from tapelens.analysis.throughput import store as throughput_store  # noqa: E402
+from tapelens.analysis.throughput.model import default_params  # noqa: E402
 from tapelens.analysis.whatif.families import FamilyPolicy  # noqa: E402
 from tapelens.analysis.whatif.replay import (  # noqa: E402
     WhatIfParams,
     prepare_hints,
+    replay,
     replay_families,
 )
+from tapelens.analysis.whatif.stats import RecallSetup  # noqa: E402
 from tapelens.dbt_runs import build  # noqa: E402
 from tapelens.ingest.formats.base import ParseOptions  # noqa: E402
 from tapelens.ingest.load import ingest_file  # noqa: E402
@@ -144,6 +152,40 @@ def replay_at_scale(n: int, seed: int) -> list[str]:
     return lines
 
 
+def advice_at_scale(n: int, seed: int) -> list[str]:
+    say(f"the advice over {n:,} copies")
+    stream = synthetic_stream(n, np.random.default_rng(seed)).with_columns(
+        pl.int_range(pl.len()).cast(pl.String).alias("file_id")
+    )
+    params = WhatIfParams(
+        window_s=86_400.0, batch_bytes=4 * TB, aggregate=False, write_drives=WRITE_DRIVES
+    )
+    recorded = replay(stream, params).with_columns(
+        pl.from_epoch(pl.col("written_at"), "s").alias("written_at")
+    )
+    copies = recorded.select(
+        "file_id", "dataset", "dataset_type", "size_bytes", "volume", "position",
+        "offset_bytes", "aggregate_id", "start_bytes", "media_type", "written_at",
+    )  # fmt: skip
+    del recorded
+    chosen = stream["dataset"].unique().sort().sample(12, seed=seed)
+    campaigns = stream.filter(pl.col("dataset").is_in(chosen.implode())).select(
+        pl.col("dataset").alias("campaign"), "file_id"
+    )
+    model = default_params()["LTO-8"]
+    recall = RecallSetup({"LTO-8": 4}, {"LTO-8": model})
+    started, cpu = time.perf_counter(), time.process_time()
+    advice = advise(copies, stream, campaigns, recall, params, AdviceOptions(WRITE_DRIVES), say)
+    took, took_cpu = time.perf_counter() - started, time.process_time() - cpu
+    advised = advice.table.filter(pl.col("advised"))
+    picks = ", ".join(f"{r['pool']} {r['placement']}" for r in advised.iter_rows(named=True))
+    return [
+        f"advice over {n:,} copies ({campaigns.height:,} files in 12 campaigns): {took:.1f} s"
+        f" ({took_cpu:.1f} s CPU; load average {os.getloadavg()[0]:.1f} on"
+        f" {os.cpu_count()} cores); advised: {picks}"
+    ]
+
+
 def end_to_end(files: int, seed: int, dsn: str) -> list[str]:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-families-") as tmp:
@@ -213,12 +255,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=200_000)
     parser.add_argument("--replay-files", type=int, default=10_000_000)
+    parser.add_argument("--advice-files", type=int, default=10_000_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dsn")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.replay_files:
         for line in replay_at_scale(args.replay_files, args.seed):
+            print(line, flush=True)
+    if args.advice_files:
+        for line in advice_at_scale(args.advice_files, args.seed):
             print(line, flush=True)
     if args.files:
         with bench_server(args.dsn) as server, fresh_database(server) as dsn:

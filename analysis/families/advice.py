@@ -50,6 +50,21 @@ ENGINE_COLUMNS = (
     "size_bytes",
     "copy_no",
 )
+# What the gap statistics, tape counts and tape fill of a placement read, besides the engine's.
+FIGURE_COLUMNS = (
+    "pool",
+    "dataset",
+    "dataset_type",
+    "volume",
+    "position",
+    "offset_bytes",
+    "aggregate_id",
+    "media_type",
+    "size_bytes",
+    "written_at",
+    "family",
+    "file_id",
+)
 TIE_SHARE = 0.005  # recall hours this close are a tie
 HOUR_S = 3600.0
 
@@ -160,37 +175,90 @@ def _figures(
     cost: pl.DataFrame | None,
 ) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
+    # Only the columns the figures read: sorting and filtering the wide placed frame (hint
+    # groups, paths) cost more than the figures themselves.
+    wanted = set(FIGURE_COLUMNS) | {c for c in ENGINE_COLUMNS if c in placed.columns}
+    narrow = placed.select([c for c in placed.columns if c in wanted])
+    gaps = _gap_figures(narrow, pools)
+    counts = {
+        str(r["pool"]): r
+        for r in narrow.group_by("pool")
+        .agg(
+            pl.col("file_id").n_unique().alias("files"),
+            pl.col("volume").n_unique().alias("tapes"),
+            (pl.col("family").n_unique() if "family" in narrow.columns else pl.lit(None))
+            .first()
+            .alias("families"),
+        )
+        .iter_rows(named=True)
+    }
+    # The recalls read the campaigns' files only: picked out once, in the placement's order.
+    read = narrow.filter(pl.col("file_id").is_in(campaigns["file_id"].implode()))
+    read_by_pool = read.partition_by("pool", as_dict=True, include_key=False)
     for pool in pools:
-        mine = placed.filter(pl.col("pool") == pool)
-        if mine.height == 0:
+        if pool not in counts:
             continue
-        stats = summarise(mine, "written_at").filter(pl.col("dataset_type") == "all")
-        mounts, hours, elapsed, n_campaigns = _recalls(mine, campaigns, recall)
+        empty = narrow.clear().drop("pool")
+        mounts, hours, elapsed, n_campaigns = _recalls(
+            read_by_pool.get((pool,), empty), campaigns, recall
+        )
+        tapes_per_dataset, mean_gap = gaps.get(pool, (None, None))
         row: dict[str, object] = {
             "pool": pool,
             "placement": name,
             "level": level,
             "advised": False,
-            "families": mine["family"].n_unique() if "family" in mine.columns else None,
+            "families": counts[pool]["families"],
             "open_families": open_map.get(pool) if level is not None else None,
-            "files": mine["file_id"].n_unique(),
-            "tapes": mine["volume"].n_unique(),
-            "tapes_per_dataset": _first(stats, "tapes_per_dataset_mean"),
-            "mean_gap": _first(stats, "mean_gap"),
+            "files": counts[pool]["files"],
+            "tapes": counts[pool]["tapes"],
+            "tapes_per_dataset": tapes_per_dataset,
+            "mean_gap": mean_gap,
             "campaigns": n_campaigns,
             "recall_mounts": mounts,
             "recall_hours": hours,
             "recall_elapsed_hours": elapsed,
             "write_mounts": None,
-            "partly_filled_tapes": _partly_filled(mine),
+            "partly_filled_tapes": None,
         }
-        if cost is not None:
-            mine_cost = cost.filter(pl.col("pool") == pool)
-            if mine_cost.height:
-                row["write_mounts"] = int(mine_cost["write_mounts"][0])
-                row["partly_filled_tapes"] = int(mine_cost["partly_filled_tapes"][0])
+        mine_cost = cost.filter(pl.col("pool") == pool) if cost is not None else None
+        if mine_cost is not None and mine_cost.height:
+            row["write_mounts"] = int(mine_cost["write_mounts"][0])
+            row["partly_filled_tapes"] = int(mine_cost["partly_filled_tapes"][0])
+        else:
+            row["partly_filled_tapes"] = _partly_filled(narrow.filter(pl.col("pool") == pool))
         rows.append(row)
     return rows
+
+
+def _gap_figures(placed: pl.DataFrame, pools: list[str]) -> dict[str, tuple[float | None, ...]]:
+    """Per pool the mean tapes per dataset and the mean counted gap, as `whatif placement`
+    measures them (stats.summarise) of the pool's copies alone: one pass over every pool,
+    each pool a dataset type of its own, a dataset and a volume taken as integer codes (a
+    dataset qualified by its pool, so two pools' datasets of one name stay apart)."""
+    pool_code = (
+        pl.col("pool")
+        .cast(pl.String)
+        .replace_strict(pools, [f"pool {k}" for k in range(len(pools))], default=None)
+    )
+    dataset_code = pl.col("dataset").cast(pl.Categorical).to_physical().cast(pl.Int64)
+    pool_rank = (
+        pl.col("pool")
+        .cast(pl.String)
+        .replace_strict(pools, list(range(len(pools))), default=None, return_dtype=pl.Int64)
+    )
+    coded = placed.select(
+        pool_code.alias("dataset_type"),
+        (pool_rank * (1 << 32) + dataset_code).alias("dataset"),
+        pl.col("volume").cast(pl.Categorical).to_physical(),
+        *[c for c in ("position", "offset_bytes", "aggregate_id", "written_at") if c in placed],
+    )
+    stats = summarise(coded, "written_at")
+    out: dict[str, tuple[float | None, ...]] = {}
+    for k, pool in enumerate(pools):
+        mine = stats.filter(pl.col("dataset_type") == f"pool {k}")
+        out[pool] = (_first(mine, "tapes_per_dataset_mean"), _first(mine, "mean_gap"))
+    return out
 
 
 def _first(frame: pl.DataFrame, column: str) -> float | None:
@@ -218,12 +286,15 @@ def _recalls(
     columns = [c for c in ENGINE_COLUMNS if c in placed.columns]
     if placed.schema.get("written_at", pl.Float64()).is_temporal():
         columns.append("written_at")  # a replayed placement's times are the migrations'
+    # The campaigns in their names' order, each one's files in the placement's: the sums do
+    # not depend on how a join orders its rows.
     wanted = placed.select(columns).join(
-        campaigns.select("campaign", "file_id"), on="file_id", how="inner"
+        campaigns.select("campaign", "file_id"), on="file_id", how="inner", maintain_order="left"
     )
     wanted = wanted.filter(pl.col("media_type").is_in(list(recall.params_by_media)))
     mounts, drive_s, elapsed_s, n = 0, 0.0, 0.0, 0
-    for (_campaign,), files in wanted.group_by(["campaign"], maintain_order=True):
+    by_campaign = wanted.partition_by("campaign", as_dict=True)
+    for _key, files in sorted(by_campaign.items(), key=lambda item: str(item[0][0])):
         done = predict_recall(
             files.drop("campaign"),
             recall.drives,
