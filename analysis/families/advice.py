@@ -25,6 +25,7 @@ from tapelens.analysis.whatif.families import (
     FULL_SHARE,
     LEVELS,
     FamilyPolicy,
+    family_codes,
 )
 from tapelens.analysis.whatif.replay import (
     WhatIfParams,
@@ -124,7 +125,7 @@ def advise(
 
     copies: the live copies (whatif store COPY_SCHEMA: file_id, dataset, dataset_type,
     experiment, size_bytes, volume, position, offset_bytes, aggregate_id, start_bytes,
-    media_type, written_at). stream: one row per file (write_stream) with group_0..group_3.
+    media_type, written_at). stream: one row per file (write_stream) with group_0..group_4.
     campaigns: campaign, file_id (the files each recall campaign of the history read)."""
     say = progress or (lambda _m: None)
     if stream.height == 0:
@@ -144,9 +145,27 @@ def advise(
     rows += _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
     placed_by_level: dict[int, pl.DataFrame] = {}
     prepared = prepare_hints(stream)
+    sizes = prepared.arrivals.size.astype(np.float64)
+    families_of: dict[int, np.ndarray] = {}
     for level in options.levels:
-        say(f"replaying the writes collocated by hint level {level}")
         policy = FamilyPolicy(level, open_map, options.min_family_bytes)
+        codes = family_codes(
+            prepared.groups, prepared.arrivals.pool, sizes, level, options.min_family_bytes
+        )
+        # A level that names no group of its own (few senders name level 4, KIT only level
+        # 3) gives every file the family of a level already replayed: the same placement.
+        same = next((k for k, c in families_of.items() if np.array_equal(c, codes)), None)
+        if same is not None:
+            say(f"hint level {level} makes the families of level {same}: the same placement")
+            placed_by_level[level] = placed_by_level[same]
+            rows += [
+                {**row, "placement": f"level {level}", "level": level}
+                for row in rows
+                if row["level"] == same
+            ]
+            continue
+        families_of[level] = codes
+        say(f"replaying the writes collocated by hint level {level}")
         placed, cost = replay_families(prepared, params, policy)
         placed_by_level[level] = placed
         rows += _figures(
@@ -356,7 +375,7 @@ def _families(placement: pl.DataFrame, advised: pl.DataFrame) -> pl.DataFrame:
 
 
 def levels_of(values: Sequence[str]) -> tuple[int, ...]:
-    """Hint levels from their names ("0".."3")."""
+    """Hint levels from their names ("0".."4")."""
     out = []
     for v in values:
         if v not in {str(k) for k in range(LEVELS)}:

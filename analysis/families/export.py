@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tapelens.analysis.whatif.families import REST
+from tapelens.analysis.whatif.families import LEVELS, REST
 from tapelens.errors import InputError
 
 SYSTEMS = ("tsm", "cta", "hpss", "dcache")
@@ -143,7 +143,7 @@ def family_of(mapping: dict[str, object], pool: str, hints: dict[str, str]) -> s
     entry = pools.get(pool)
     if entry is None:
         return None
-    levels = [hints.get(str(k)) for k in range(4)]
+    levels = [hints.get(str(k)) for k in range(LEVELS)]
     named_levels = [k for k, v in enumerate(levels) if v]
     deepest = min(int(entry["level"]), max(named_levels)) if named_levels else -1
     for k in range(deepest, -1, -1):

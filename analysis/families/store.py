@@ -10,6 +10,7 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.families.advice import Advice, AdviceOptions, Progress, advise
+from tapelens.analysis.whatif.families import LEVELS
 from tapelens.analysis.whatif.replay import WhatIfParams
 from tapelens.analysis.whatif.store import (
     media_schedule,
@@ -26,8 +27,9 @@ from tapelens.frames import copy_frame
 CAMPAIGN_GAP_S = 21_600
 
 _GROUPS = sql.SQL(
-    "select file_key as file_id, group_0, group_1, group_2, group_3"
-    " from {}.fct_hinted_files where status = 'ok'"
+    "select file_key as file_id, "
+    + ", ".join(f"group_{k}" for k in range(LEVELS))
+    + " from {}.fct_hinted_files where status = 'ok'"
 )
 
 _CAMPAIGNS = sql.SQL(
@@ -69,7 +71,7 @@ class SiteAdviceOptions:
 
 def read_groups(conn: psycopg.Connection) -> pl.DataFrame:
     """Each written file's hint group at every level (the ok records of fct_hinted_files)."""
-    schema = {"file_id": pl.String()} | {f"group_{k}": pl.String() for k in range(4)}
+    schema = {"file_id": pl.String()} | {f"group_{k}": pl.String() for k in range(LEVELS)}
     try:
         return copy_frame(conn, _GROUPS.format(sql.Identifier(MARTS_SCHEMA)), schema)
     except Exception as exc:  # the mart is missing: no hints loaded or marts not built

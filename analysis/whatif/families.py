@@ -1,10 +1,11 @@
 """The write policy "collocate by hint level k with at most F open families".
 
 Each written file belongs to a tape family: its collocation group at level k (the levels 0..k
-it was sent with, fct_hinted_files' group_k), or, when that group is small, the group of the
-level above (a family holds at least `min_family_bytes` of the pool's files, so a tape is not
-opened for a handful of files), up to level 0; files without hints, and small groups with no
-level above that is large enough, share one family per pool.
+it was sent with, fct_hinted_files' group_k; levels 0 to 3, and 4 where ATLAS sends it), or,
+when that group is small, the group of the level above (a family holds at least
+`min_family_bytes` of the pool's files, so a tape is not opened for a handful of files), up to
+level 0; files without hints, and small groups with no level above that is large enough, share
+one family per pool.
 
 Migrations run as the site's (the sort window and batch bytes of write.py). A pool keeps at
 most F tapes open for writing, one per family being written: a family that writes again
@@ -27,7 +28,7 @@ import polars as pl
 
 from tapelens.analysis.whatif import write as ww
 
-LEVELS = 4
+LEVELS = 5  # 0-3 as WLCG's archive metadata names them, 4 as ATLAS sends it for AOD data
 GB = 1_000_000_000
 # A family holds at least this much of a pool's bytes (a few minutes of one write drive):
 # smaller groups are written with the group of the level above, rather than take an open tape
@@ -64,11 +65,16 @@ class HintGroups:
 
 
 def hint_groups(frame: pl.DataFrame, pool: str = "pool") -> HintGroups:
-    """The codes of `frame`'s group_0..group_3 within its `pool` column, numbered in the order
-    of (pool, group) so that a replay does not depend on how the rows are hashed."""
+    """The codes of `frame`'s group_0..group_4 within its `pool` column, numbered in the order
+    of (pool, group) so that a replay does not depend on how the rows are hashed. A level
+    without its column names no group."""
     codes, names = [], []
     for k in range(LEVELS):
         name = f"group_{k}"
+        if name not in frame.columns:
+            codes.append(np.full(frame.height, -1, dtype=np.int64))
+            names.append(pl.Series(name, [], dtype=pl.String))
+            continue
         # Hash the (pool, group) pairs: sorting 64-bit numbers is much faster than sorting
         # strings; only the distinct groups are sorted by name.
         key = pl.concat_str([pl.col(pool).cast(pl.String), pl.col(name)], separator="\x1f")
@@ -105,6 +111,8 @@ def family_codes(
     offset = 0
     for k in range(level + 1):
         code = groups.codes[k]
+        if len(groups.names[k]) == 0:
+            continue  # no file names this level (KIT names level 3 only; few send level 4)
         named = code >= 0
         held = np.bincount(code[named], weights=size[named], minlength=len(groups.names[k]))
         big = named & (held[np.maximum(code, 0)] >= min_family_bytes)
@@ -131,7 +139,7 @@ def family_names(groups: HintGroups, codes: np.ndarray) -> pl.Series:
 
 
 def families(stream: pl.DataFrame, level: int, min_family_bytes: int) -> pl.Series:
-    """The family of each file of `stream` (columns pool, size_bytes, group_0..group_3): its
+    """The family of each file of `stream` (columns pool, size_bytes, group_0..group_4): its
     group at `level`, or at the nearest level above whose group holds min_family_bytes of the
     pool; REST when none does. Names are prefixed with the level they come from ("2: ...")."""
     groups = hint_groups(stream)

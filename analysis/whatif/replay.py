@@ -390,7 +390,7 @@ def replay_families(
 ) -> tuple[pl.DataFrame, WriteCost]:
     """Where each file of the write stream lands when written by tape family (the policy
     collocate-by-hint): the placed stream as replay() returns it, with its `family`, and the
-    write cost per pool. `stream` as for replay(), with pool and group_0..group_3 (null where
+    write cost per pool. `stream` as for replay(), with pool and group_0..group_4 (null where
     a file has no hint at that level), or prepared by prepare_hints for several replays."""
     hs = stream if isinstance(stream, HintStream) else prepare_hints(stream)
     a, pools = hs.arrivals, hs.pools

@@ -30,7 +30,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-LEVELS = ("0", "1", "2", "3")  # broad to narrow
+# Broad to narrow. The WLCG archive metadata names "0" to "3"; ATLAS's policy package sends a
+# fifth, "4", for AOD data (ATLASArchiveMetadataPlugin.get_atlas_archive_metadata: data type,
+# stream, project, version, then the parent dataset).
+LEVELS = ("0", "1", "2", "3", "4")
+NONE_PER_LEVEL: tuple[None, ...] = (None,) * len(LEVELS)
 REASON_CHARS = 200  # a reason quotes at most this much of the metadata
 
 
@@ -40,9 +44,9 @@ class Hints:
 
     status: str  # ok | empty | absent | malformed | truncated
     reason: str | None = None
-    levels: tuple[str | None, ...] = (None, None, None, None)
-    lengths: tuple[int | None, ...] = (None, None, None, None)
-    sizes: tuple[int | None, ...] = (None, None, None, None)
+    levels: tuple[str | None, ...] = NONE_PER_LEVEL
+    lengths: tuple[int | None, ...] = NONE_PER_LEVEL
+    sizes: tuple[int | None, ...] = NONE_PER_LEVEL
     activity: str | None = None
     schema_version: int | None = None
     file_size: int | None = None  # file_metadata.size, where the record gives no size
@@ -54,8 +58,11 @@ class Hints:
         return self.status in ("malformed", "truncated")
 
     def digest(self) -> str:
-        """md5 of the levels (or of the raw text when unreadable): one row per distinct hint."""
-        parts = [self.raw or ""] if self.refused else [v or "" for v in self.levels]
+        """md5 of the levels (or of the raw text when unreadable): one row per distinct hint.
+        Levels 0-3 alone when level 4 is not named, as before level 4 was read, so that a
+        record loaded again keeps its row."""
+        levels = self.levels if self.levels[4] is not None else self.levels[:4]
+        parts = [self.raw or ""] if self.refused else [v or "" for v in levels]
         key = "\x1f".join(["raw" if self.refused else "levels", *parts])
         return hashlib.md5(key.encode(), usedforsecurity=False).hexdigest()
 
@@ -69,7 +76,7 @@ class Hints:
             "raw_metadata": self.raw,
             "levels_digest": self.digest(),
         }
-        for n in range(4):
+        for n in range(len(LEVELS)):
             row[f"level_{n}"] = self.levels[n]
             row[f"length_{n}"] = self.lengths[n]
             row[f"size_{n}"] = self.sizes[n]
@@ -154,8 +161,8 @@ def _hints(doc: object) -> Hints:
     activity = extra.get("activity")
     if activity is not None and not isinstance(activity, str):
         raise _Shape(f"additional_hints.activity is a JSON {_kind(activity)}, not a string")
-    lengths: list[int | None] = [None] * 4
-    sizes: list[int | None] = [None] * 4
+    lengths: list[int | None] = [None] * len(LEVELS)
+    sizes: list[int | None] = [None] * len(LEVELS)
     for n, level in enumerate(LEVELS):
         announced = extra.get(level)
         if announced is None:
@@ -192,14 +199,14 @@ def _hints(doc: object) -> Hints:
 
 
 def _levels(hints: object) -> list[str | None]:
-    levels: list[str | None] = [None] * 4
+    levels: list[str | None] = [None] * len(LEVELS)
     if hints is None:
         return levels
     if not isinstance(hints, dict):
         raise _Shape(f"collocation_hints is a JSON {_kind(hints)}, not an object")
     for key, value in hints.items():
         if key not in LEVELS:
-            raise _Shape(f'collocation level "{key[:20]}" is not one of 0-3')
+            raise _Shape(f'collocation level "{key[:20]}" is not one of 0-4')
         if value is None:
             continue
         if not isinstance(value, str):

@@ -230,9 +230,9 @@ def _kit_hints(record: dict[str, str]) -> Hints:
         return Hints("malformed", str(exc), raw=_kit_raw(record))
     return Hints(
         "ok",
-        levels=(None, None, None, name),
-        lengths=(None, None, None, counts[0]),
-        sizes=(None, None, None, counts[1]),
+        levels=(None, None, None, name, None),
+        lengths=(None, None, None, counts[0], None),
+        sizes=(None, None, None, counts[1], None),
     )
 
 

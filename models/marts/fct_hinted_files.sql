@@ -73,17 +73,20 @@ final as (
         files.level_1,
         files.level_2,
         files.level_3,
+        files.level_4,
         files.length_0,
         files.length_1,
         files.length_2,
         files.length_3,
+        files.length_4,
         files.size_0,
         files.size_1,
         files.size_2,
         files.size_3,
+        files.size_4,
         files.schema_version,
         -- the file's collocation group at each level: levels 0 to n, where level n is named
-        {%- for n in range(4) %}
+        {%- for n in range(5) %}
         case when files.level_{{ n }} is not null then concat_ws(
             ' | '
             {%- for k in range(n + 1) %}, coalesce(files.level_{{ k }}, ''){% endfor %}

@@ -44,9 +44,9 @@ DECIDES = {
 @click.option(
     "--level",
     "levels",
-    type=click.Choice(["0", "1", "2", "3"]),
+    type=click.Choice(["0", "1", "2", "3", "4"]),
     multiple=True,
-    help="A hint level to try; repeat for several (default: all four).",
+    help="A hint level to try; repeat for several (default: all five).",
 )
 @write_stream_options
 @click.option(

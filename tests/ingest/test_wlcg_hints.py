@@ -15,6 +15,7 @@ script as -archive_metadata= (dCache/dcache DcacheResourceFactory.java, commit 1
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from pathlib import Path
 
@@ -46,10 +47,50 @@ def cms_doc(container: str = PARKING) -> dict[str, object]:
 def test_the_cms_document_reads_as_four_levels_with_the_containers_announced_size() -> None:
     hints = read_metadata(json.dumps(cms_doc()))
     assert hints.status == "ok"
-    assert hints.levels == ("parking", "RAW", "Run2024C", PARKING)
+    assert hints.levels == ("parking", "RAW", "Run2024C", PARKING, None)
     # 4.1e12 is how JSON may print the container's bytes: a whole number, kept exact
     assert (hints.lengths[3], hints.sizes[3]) == (1520, 4_100_000_000_000)
     assert (hints.activity, hints.schema_version, hints.file_size) == ("T0 Tape", 1, 2697458123)
+
+
+# ATLAS's AOD data as its policy package sends it (ATLASArchiveMetadataPlugin
+# .get_atlas_archive_metadata, the AOD/data branch): "0" the data type with "_data", "1" the
+# stream, "2" the project, "3" the version (the r-tag), "4" the parent dataset; a level Rucio
+# knows nothing of is a JSON null (`or None`); the dataset's length and size announced at "3".
+AOD_DATASET = "data24_13p6TeV.00480000.physics_Main.merge.AOD.f1450_m2248"
+AOD_DATA = {
+    "file_metadata": {"size": 3145728000, "md5": None, "adler32": "1f2e3d4c"},
+    "additional_hints": {"activity": "T0 Export", "3": {"length": 412, "size": 1.3e12}},
+    "schema_version": 1,
+    "collocation_hints": {
+        "0": "AOD_data",
+        "1": "physics_Main",
+        "2": "data24_13p6TeV",
+        "3": None,
+        "4": AOD_DATASET,
+    },
+}
+
+
+def test_atlas_aod_data_reads_with_its_fifth_level_and_a_null_level() -> None:
+    hints = read_metadata(json.dumps(AOD_DATA))
+    assert (hints.status, hints.reason) == ("ok", None)
+    assert hints.levels == ("AOD_data", "physics_Main", "data24_13p6TeV", None, AOD_DATASET)
+    assert (hints.lengths[3], hints.sizes[3]) == (412, 1_300_000_000_000)
+
+
+def test_four_levels_keep_the_digest_they_had_before_level_4_was_read() -> None:
+    # md5 of "levels" and the four levels joined by \x1f, as the rows already stored have it.
+    four = read_metadata(json.dumps(cms_doc()))
+    assert four.digest() == _md5("\x1f".join(["levels", "parking", "RAW", "Run2024C", PARKING]))
+    five = read_metadata(json.dumps(AOD_DATA))
+    assert five.digest() == _md5(
+        "\x1f".join(["levels", "AOD_data", "physics_Main", "data24_13p6TeV", "", AOD_DATASET])
+    )
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def test_the_header_form_base64_reads_as_the_json_itself() -> None:
@@ -75,9 +116,14 @@ def test_the_header_form_base64_reads_as_the_json_itself() -> None:
             "archive metadata is not JSON (Expecting property name enclosed in double quotes at 1)",
         ),
         (
+            '{"collocation_hints": {"1": "data", "5": "more"}}',
+            "malformed",
+            'collocation level "5" is not one of 0-4',
+        ),
+        (
             '{"collocation_hints": {"1": "data", "4": ["a", "b"]}}',
             "malformed",
-            'collocation level "4" is not one of 0-3',
+            'collocation level "4" is a JSON array, not a string',
         ),
         (
             '{"collocation_hints": {"0": 7}}',
@@ -103,7 +149,7 @@ def test_each_kind_of_bad_or_empty_metadata_gets_its_status_and_reason(
 ) -> None:
     hints = read_metadata(value)
     assert (hints.status, hints.reason) == (status, reason)
-    assert hints.levels == (None, None, None, None)
+    assert hints.levels == (None, None, None, None, None)
     # What cannot be read is kept as it came, for the site to look at.
     assert hints.raw == (value if status in ("malformed", "truncated") else None)
 
@@ -257,6 +303,24 @@ def test_kit_attributes_name_the_dataset_as_the_narrowest_level(dsn: str) -> Non
         (None, None, None, None, "atlas", "malformed", 'dataset_length "22x1" is not an integer'),
         (None, None, None, None, "atlas", "empty", "no dataset_name"),
     ]
+
+
+def test_atlas_aod_data_loads_its_fifth_level(dsn: str, tmp_path: Path) -> None:
+    value = base64.b64encode(json.dumps(AOD_DATA).encode()).decode()
+    path = "/pnfs/example.org/atlas/data24_13p6TeV/AOD/AOD.41000000._000001.pool.root.1"
+    export = tmp_path / "aod.csv"
+    export.write_text(
+        "path,written_at,size,vo,archive_metadata\n"
+        f"{path},2024-07-01T10:00:00+00:00,3145728000,atlas,{value}\n"
+    )
+    result = CliRunner().invoke(
+        cli, ["--dsn", dsn, "ingest", "hints", "--format", "csv", str(export)]
+    )
+    assert result.exception is None, result.output
+    assert result.stderr.splitlines()[-1] == "hints: 1 ok"
+    query = "select level_2, level_3, level_4, length_3, status from tapelens.write_hints"
+    rows = stored(dsn, query)
+    assert rows == [("data24_13p6TeV", None, AOD_DATASET, 412, "ok")]
 
 
 def test_one_load_of_several_exports_is_all_or_nothing_per_file(dsn: str, tmp_path: Path) -> None:

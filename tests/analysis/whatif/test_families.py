@@ -96,3 +96,23 @@ def test_the_rest_family_holds_its_open_tape_as_any_other() -> None:
     volume = dict(zip(placed["file_id"], placed["volume"], strict=True))
     assert volume["f0"] == volume["f2"] != volume["f1"]
     assert volume["f3"] == volume["f1"]
+
+
+def test_level_4_families_are_atlas_parent_datasets_under_their_version() -> None:
+    # ATLAS's AOD data (its policy package's AOD/data branch): level 3 the version, level 4 the
+    # parent dataset; two datasets of one version are one family at 3, two at 4.
+    rows = [("A", "AOD | p | v | r1", 0.0), ("B", "AOD | p | v | r1", 0.0)] * 2
+    frame = stream(rows).with_columns(
+        pl.format("{} | {}", pl.col("group_3"), pl.col("dataset")).alias("group_4")
+    )
+    assert set(families(frame, 3, 1).to_list()) == {"3: AOD | p | v | r1"}
+    assert (
+        families(frame, 4, 1).to_list()
+        == [
+            "4: AOD | p | v | r1 | /exp/A",
+            "4: AOD | p | v | r1 | /exp/B",
+        ]
+        * 2
+    )
+    # A stream without the level-4 column names no level-4 group: level 3's families.
+    assert families(stream(rows), 4, 1).to_list() == families(stream(rows), 3, 1).to_list()
