@@ -56,3 +56,49 @@ def status(conn: psycopg.Connection) -> Status:
         row_counts=counts,
         compressed_chunks=compressed_chunks(conn),
     )
+
+
+@dataclass(frozen=True)
+class SparkStatus:
+    """What `tapelens db status` says of the Spark engine: where it runs and what it holds."""
+
+    master: str
+    warehouse: str
+    spark_version: str
+    delta_package: str
+    row_counts: dict[str, int | None] = field(default_factory=dict)  # None: table missing
+    rolled_back: list[int] = field(default_factory=list)  # killed loads rolled back now
+
+
+def spark_status(master: str, warehouse: str) -> SparkStatus:
+    """The Spark engine's status: its master, its warehouse, the canonical tables' row counts
+    (of committed loads only: a load killed before its last commit is rolled back first)."""
+    from tapelens.spark.load import roll_back_killed
+    from tapelens.spark.session import delta_package, spark_session, stop_session
+    from tapelens.spark.tables import DATABASE, TABLES
+
+    spark = spark_session(master, warehouse)
+    try:
+        databases = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+        existing = (
+            {row.tableName for row in spark.sql(f"SHOW TABLES IN {DATABASE}").collect()}
+            if DATABASE in databases
+            else set()
+        )
+        rolled = roll_back_killed(spark) if "ingest_runs" in existing else []
+        counts: dict[str, int | None] = {}
+        for table in CANONICAL_TABLES:
+            if table not in TABLES or table not in existing:
+                counts[table] = None
+                continue
+            counts[table] = int(spark.table(TABLES[table].qualified).count())
+        return SparkStatus(
+            master=master,
+            warehouse=warehouse,
+            spark_version=spark.version,
+            delta_package=delta_package(),
+            row_counts=counts,
+            rolled_back=rolled,
+        )
+    finally:
+        stop_session()

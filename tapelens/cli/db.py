@@ -12,7 +12,8 @@ from tapelens.db import EDITIONS, connection, redact, timescaledb_edition
 from tapelens.errors import ServerError
 from tapelens.ingest.migrations import migrate
 from tapelens.server import start, stop
-from tapelens.status import status
+from tapelens.spark.settings import current_engine, engine_options
+from tapelens.status import spark_status, status
 
 MB = 2**20
 
@@ -67,14 +68,32 @@ def down(app: App) -> None:
 
 
 @db.command()
+@engine_options
 @pass_app
 def migrate_cmd(app: App) -> None:
-    """Apply missing migrations to the database (any TimescaleDB 2.13+ server).
+    """Apply missing migrations to the database (any TimescaleDB 2.13+ server); on the Spark
+    engine, create the Delta tables that are missing.
 
     \b
     Example:
         TAPELENS_DSN=postgresql://admin@db.example/tapelens tapelens db migrate
+        TAPELENS_ENGINE=spark TAPELENS_SPARK_WAREHOUSE=hdfs:///tapelens tapelens db migrate
     """
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.spark.session import spark_session, stop_session
+        from tapelens.spark.tables import create_tables
+
+        spark = spark_session(engine.spark_master, engine.warehouse(app.home))
+        try:
+            created = create_tables(spark)
+        finally:
+            stop_session()
+        for name in created:
+            click.echo(f"created table tapelens.{name}", err=True)
+        if not created:
+            click.echo("tables up to date", err=True)
+        return
     dsn = app.dsn()
     with connection(dsn) as conn:
         applied = migrate(conn, dsn)
@@ -88,19 +107,27 @@ migrate_cmd.name = "migrate"
 
 
 @db.command("status")
+@engine_options
 @pass_app
 def status_cmd(app: App) -> None:
-    """Print server and TimescaleDB versions, schema version and canonical table row counts.
+    """Print the engine, server and TimescaleDB versions, schema version and canonical table
+    row counts; on the Spark engine, its master, where the tables are and their row counts.
 
     \b
     Example:
         tapelens db status
+        TAPELENS_ENGINE=spark tapelens db status
     """
+    engine = current_engine()
+    if engine.spark:
+        _spark_status(engine.spark_master, engine.warehouse(app.home))
+        return
     if app.embedded and not app.server().running():
         raise ServerError(f"the embedded server in {app.home} is not running; run: tapelens db up")
     dsn = app.dsn()
     with connection(dsn) as conn:
         st = status(conn)
+    click.echo("engine       postgres")
     click.echo(f"database     {redact(dsn)}")
     click.echo(f"server       PostgreSQL {st.server_version}")
     edition = EDITIONS.get(st.timescaledb_edition or "", "edition unknown")
@@ -112,6 +139,19 @@ def status_cmd(app: App) -> None:
         done, total = st.compressed_chunks.get(table, (0, 0))
         packed = f"  ({done} of {total} chunks compressed)" if done else ""
         click.echo(f"  tapelens.{table:<16} {shown:>14}{packed}")
+
+
+def _spark_status(master: str, warehouse: str) -> None:
+    st = spark_status(master, warehouse)
+    click.echo("engine       spark")
+    click.echo(f"master       {st.master}")
+    click.echo(f"warehouse    {st.warehouse}")
+    click.echo(f"spark        {st.spark_version}, Delta Lake {st.delta_package}")
+    for run_id in st.rolled_back:
+        click.echo(f"run {run_id} was killed before it committed: rolled back", err=True)
+    for table, count in st.row_counts.items():
+        shown = "missing" if count is None else f"{count:,}"
+        click.echo(f"  tapelens.{table:<16} {shown:>14}")
 
 
 @db.command("compress")

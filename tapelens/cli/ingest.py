@@ -30,6 +30,7 @@ from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.formats.wlcg_hints_inputs import statuses as hint_statuses
 from tapelens.ingest.load import IngestResult, ShrinkGuard, ingest_files
 from tapelens.ingest.manifest import group_dumps, read_manifest
+from tapelens.spark.settings import current_engine, engine_options
 
 ingest = BY_NAME["ingest"]
 
@@ -127,10 +128,18 @@ def _run(
     guard: ShrinkGuard | None = None,
     **option_values: Any,
 ) -> None:
-    dsn = app.dsn()
     extra = option_values.pop("extra", {}) or {}
     options = ParseOptions(source=source or fmt.source, extra=extra, **option_values)
-    _load(dsn, fmt, list(files), options, rules, partial, guard)
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.spark.ingest import ingest_on_spark
+
+        for result in ingest_on_spark(
+            engine, app.home, fmt, list(files), options, rules, partial, guard
+        ):
+            _report(result)
+        return
+    _load(app.dsn(), fmt, list(files), options, rules, partial, guard)
 
 
 def _load(
@@ -209,6 +218,8 @@ def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
                     help="IANA time zone of local times the input prints without an offset "
                     "(e.g. CTA's text tables: Europe/Zurich).",
                 ),
+                # Write hints load on PostgreSQL only (docs/scaling.md).
+                *([engine_options] if kind != "hints" else []),
                 click.argument(
                     "files",
                     nargs=-1,
