@@ -2,9 +2,10 @@
 build each repack's placement, weigh them (analysis/repack/advisor.py).
 
 Screening reads the small per-dataset and per-tape marts (dim_datasets, fct_tape_occupancy,
-fct_dataset_tape_gaps), so a 10 M-copy catalog costs only the copies of the screened
-candidates. The screening scores are rough, in seconds of drive time, and only choose which
-candidates the throughput model weighs.
+fct_dataset_tape_gaps, and the placement costs the marts build priced,
+analysis/recall/datasets/stored.py), so a 10 M-copy catalog costs only the copies of the
+screened candidates. Scattered datasets are screened by their placement cost, the figure every
+command quotes; the screens only choose which candidates the throughput model weighs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import psycopg
 from psycopg import sql
 
 from tapelens.analysis.dedup import plan as dedup
+from tapelens.analysis.recall.datasets.stored import DATASETS as PLACED_DATASETS
 from tapelens.analysis.recall.engine import readable_media
+from tapelens.analysis.recall.plan.summary import duration
 from tapelens.analysis.repack import scenarios
 from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
@@ -28,11 +31,6 @@ from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
 from tapelens.tape_states import WRITTEN_NO_MORE
 
-# Rough costs for screening only (LTO-8 defaults, tapelens/media.py): a mount with rewind and
-# unload, an average locate, the native rate.
-SCREEN_MOUNT_S = 150.0
-SCREEN_LOCATE_S = 45.0
-SCREEN_RATE_BYTES_S = 300e6
 SCATTERED_MIN_MEAN_GAP = 1.2
 
 Progress = Callable[[str], None]
@@ -200,24 +198,37 @@ def _screen_scattered(
     params: Mapping[str, ModelParams],
     read: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
+    # Screened by the placement cost the marts build priced (analysis/recall/datasets): the
+    # drive time a recall of the dataset spends beyond the same bytes ideally placed.
+    priced = fetch(conn, "select to_regclass(%s)", (f"{MARTS_SCHEMA}.{PLACED_DATASETS}",))
+    if not priced or priced[0][0] is None:
+        raise InputError("the placement costs are missing: run `tapelens marts build` first")
     query = sql.SQL(
-        """select dataset, files, size_bytes, tapes_used, coalesce(tapes_needed, 1),
-                  mean_gap, n_locates
-           from {}.dim_datasets
-           where tapes_used > coalesce(tapes_needed, 1) or mean_gap > {} or n_locates > 0
-           order by (tapes_used - coalesce(tapes_needed, 1)) * {}
-                    + n_locates * {}
-                    + greatest(coalesce(mean_gap, 1) - 1, 0) * size_bytes / {} desc, dataset
-           limit {}"""
+        """select d.dataset, d.files, d.size_bytes, d.tapes_used, coalesce(d.tapes_needed, 1),
+                  d.mean_gap, d.n_locates, p.placement_cost_s
+           from {marts}.dim_datasets as d
+           join {marts}.{placed} as p using (dataset)
+           where p.placement_cost_s > 0
+             and (d.tapes_used > coalesce(d.tapes_needed, 1) or d.mean_gap > {gap}
+                  or d.n_locates > 0)
+           order by p.placement_cost_s desc, d.dataset
+           limit {limit}"""
     ).format(
-        sql.Identifier(MARTS_SCHEMA),
-        sql.Literal(SCATTERED_MIN_MEAN_GAP),
-        sql.Literal(SCREEN_MOUNT_S),
-        sql.Literal(SCREEN_LOCATE_S),
-        sql.Literal(SCREEN_RATE_BYTES_S),
-        sql.Literal(options.screened),
+        marts=sql.Identifier(MARTS_SCHEMA),
+        placed=sql.Identifier(PLACED_DATASETS),
+        gap=sql.Literal(SCATTERED_MIN_MEAN_GAP),
+        limit=sql.Literal(options.screened),
     )
-    names = ["target", "files", "bytes", "tapes_used", "tapes_needed", "mean_gap", "n_locates"]
+    names = [
+        "target",
+        "files",
+        "bytes",
+        "tapes_used",
+        "tapes_needed",
+        "mean_gap",
+        "n_locates",
+        "placement_cost_s",
+    ]
     found = _frame(conn, query, names)
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
@@ -235,8 +246,12 @@ def _screen_scattered(
                 params,
             )
         )
+    found = found.with_columns(
+        pl.col("placement_cost_s").map_elements(duration, return_dtype=pl.String).alias("_cost")
+    )
     evidence = pl.format(
-        "{} tapes for {} needed; mean gap {}; {} locates",
+        "placement cost {} of drive time; {} tapes for {} needed; mean gap {}; {} locates",
+        pl.col("_cost"),
         pl.col("tapes_used"),
         pl.col("tapes_needed"),
         pl.col("mean_gap").round(2),

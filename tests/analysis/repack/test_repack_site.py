@@ -18,7 +18,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from tapelens.analysis.recall.datasets.stored import write_placement_costs
 from tapelens.analysis.recall.plan.planner import PlanOptions, RecallPlan
+from tapelens.analysis.recall.plan.summary import duration
 from tapelens.analysis.recall.requests.lists import requests_frame
 from tapelens.analysis.recall.store.catalog import plan_from_database
 from tapelens.analysis.repack.advisor import RepackOptions
@@ -58,6 +60,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def loaded(module_dsn: str, site: Path) -> str:
     load_site(module_dsn, site, {"tapes", "catalog"})
     build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
+    with psycopg.connect(module_dsn) as conn:
+        write_placement_costs(conn)  # what `marts build` does after dbt
     return module_dsn
 
 
@@ -87,6 +91,22 @@ def test_the_generators_scattered_datasets_rank_on_top(
     best = ranked.filter(pl.col("kind") == "scattered-dataset").head(10)
     assert (best["saving_per_recall_drive_h"] > 0).all()
     assert (best["payback_recalls"] < SITE_HORIZON_RECALLS).all()
+
+
+def test_scattered_datasets_quote_the_placement_cost_every_command_quotes(
+    advised: tuple[str, RepackAdvice],
+) -> None:
+    dsn, advice = advised
+    with psycopg.connect(dsn) as conn:
+        stored = dict(
+            conn.execute(
+                "select dataset, placement_cost_s from tapelens_marts.fct_dataset_placement_cost"
+            ).fetchall()
+        )
+    scattered = advice.candidates.filter(pl.col("kind") == "scattered-dataset")
+    assert scattered.height > 0
+    for target, evidence in scattered.select("target", "evidence").iter_rows():
+        assert evidence.startswith(f"placement cost {duration(stored[target])} of drive time;")
 
 
 def test_plan_repack_from_the_command_line(

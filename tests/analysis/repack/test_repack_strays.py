@@ -18,6 +18,7 @@ import polars as pl
 import psycopg
 import pytest
 
+from tapelens.analysis.recall.datasets.stored import write_placement_costs
 from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
 from tapelens.dbt_runs import build
@@ -54,6 +55,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def advised(module_dsn: str, site: Path) -> RepackAdvice:
     load_site(module_dsn, site, {"tapes", "catalog"})
     build(module_dsn, exclude=MODELS_ONLY, log_dir=site.parent / "dbt")
+    with psycopg.connect(module_dsn) as conn:
+        write_placement_costs(conn)  # what `marts build` does after dbt
     options = RepackOptions(
         drives=tuple(DRIVES.items()), top=10, screen=40, kinds=("stray-copies",)
     )
