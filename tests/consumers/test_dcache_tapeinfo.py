@@ -103,6 +103,7 @@ def test_dcache_finds_every_mapped_file_on_its_tape(
     assert set(tape_info) == {v for _, v, _ in mapped}
 
 
+@pytest.mark.slow
 def test_a_catalog_outside_dcaches_namespace_is_refused_with_the_map_to_give(
     dsn: str, tmp_path: Path
 ) -> None:

@@ -21,6 +21,8 @@ from tapelens.cli import cli
 from tapelens.dbt_runs import build
 from tests.fixtures.marts import reset, rows
 
+pytestmark = pytest.mark.slow
+
 PARKING = ("parking", "RAW", "Run2024C", "/ParkingVBF5/Run2024C-v1/RAW")
 HIRAW = ("hiraw", "RAW", "HIRun2024B", "/HIPhysicsRawPrime5/HIRun2024B-v1/RAW")
 GB4 = 4_000_000_000

@@ -346,6 +346,7 @@ def run(dsn: str, *args: str) -> tuple[pl.DataFrame, str]:
     return pl.read_csv(io.StringIO(result.stdout)), result.stderr
 
 
+@pytest.mark.slow
 def test_plan_dedup_cli_on_a_database(site: str) -> None:
     copies, err = run(site)
     assert "4 files duplicated: 4 copies to retire (8.0 GB, 4 stray), 1 files to review" in err

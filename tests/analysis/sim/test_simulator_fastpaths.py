@@ -152,6 +152,7 @@ def test_batches_placed_at_once_leave_results_unchanged(
     assert_same(run(requests, **config), one_by_one)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("flag", ["repeats", "count_bytes"])
 def test_skipped_checks_leave_results_unchanged(
