@@ -383,6 +383,7 @@ def say_left_out(
                 f"  ... {frame.height - LISTED:,} more: {option} lists them all beside it", err=True
             )
 
+
 def refuse_left_out(
     not_found: pl.DataFrame,
     unavailable: pl.DataFrame,
