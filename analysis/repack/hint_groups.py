@@ -15,6 +15,7 @@ together.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import polars as pl
 import psycopg
@@ -22,16 +23,13 @@ from psycopg import sql
 
 from tapelens.analysis.repack import scenarios
 from tapelens.analysis.repack.advisor import RepackOptions
-from tapelens.analysis.repack.store import (
-    CopyReader,
-    _dataset_candidates,
-    _frame,
-    _tapes_only_of,
-)
 from tapelens.analysis.throughput.inputs import fetch
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
+
+if TYPE_CHECKING:
+    from tapelens.analysis.repack.store import CopyReader
 
 KIND = "hint-group"
 
@@ -106,13 +104,8 @@ select file_key, dataset, hint_group from grouped where hint_group = any({groups
 
 
 def _has_hints(conn: psycopg.Connection) -> bool:
-    rows = fetch(
-        conn,
-        "select count(*) from information_schema.tables where table_schema = %s"
-        " and table_name = 'fct_hinted_files'",
-        (MARTS_SCHEMA,),
-    )
-    return int(rows[0][0]) > 0
+    found = fetch(conn, "select to_regclass(%s)", (f"{MARTS_SCHEMA}.fct_hinted_files",))
+    return found[0][0] is not None
 
 
 def screen(
@@ -123,6 +116,9 @@ def screen(
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     """The hint groups on the most tapes beyond what their bytes need, each rewritten
     collocated: the candidates (as the repack advisor's other kinds) and their scenarios."""
+    # The advisor's store lists this screen among its own and lends it its helpers.
+    from tapelens.analysis.repack.store import _dataset_candidates, _frame, _tapes_only_of
+
     nothing = (pl.DataFrame(), scenarios.Scenario.concat([]))
     if not _has_hints(conn):
         return nothing

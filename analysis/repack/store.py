@@ -22,7 +22,7 @@ from tapelens.analysis.dedup import plan as dedup
 from tapelens.analysis.recall.datasets.stored import DATASETS as PLACED_DATASETS
 from tapelens.analysis.recall.engine import readable_media
 from tapelens.analysis.recall.plan.summary import duration
-from tapelens.analysis.repack import scenarios
+from tapelens.analysis.repack import hint_groups, scenarios
 from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
 from tapelens.analysis.throughput.inputs import fetch, read_live_copies
 from tapelens.analysis.throughput.model import ModelParams
@@ -520,18 +520,6 @@ def _dataset_candidates(
     )
 
 
-def _screen_hint_groups(
-    conn: psycopg.Connection,
-    options: RepackOptions,
-    params: Mapping[str, ModelParams],
-    read: CopyReader,
-) -> tuple[pl.DataFrame, scenarios.Scenario]:
-    # Its own module, which reads this one's helpers: imported when the kind is screened.
-    from tapelens.analysis.repack import hint_groups
-
-    return hint_groups.screen(conn, options, params, read)
-
-
 SCREENS: dict[
     str,
     Callable[
@@ -543,5 +531,5 @@ SCREENS: dict[
     "stray-copies": _screen_stray,
     "low-occupancy": _screen_low_occupancy,
     "small-files": _screen_small_files,
-    "hint-group": _screen_hint_groups,
+    "hint-group": hint_groups.screen,
 }

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from tapelens.cli import cli
 from tapelens.dbt_runs import build
+from tests.fixtures.csv_site import write_csv, write_tapes_and_catalog
 from tests.fixtures.marts import reset, rows
 
 pytestmark = pytest.mark.slow
@@ -26,7 +27,6 @@ pytestmark = pytest.mark.slow
 PARKING = ("parking", "RAW", "Run2024C", "/ParkingVBF5/Run2024C-v1/RAW")
 HIRAW = ("hiraw", "RAW", "HIRun2024B", "/HIPhysicsRawPrime5/HIRun2024B-v1/RAW")
 GB4 = 4_000_000_000
-LTO8 = 12_000_000_000_000
 # path -> (volume, position): the parking files f1-f4 on T1 with another file (x1) and a
 # heavy-ion file (h1) between them and f4 far away; f5 and two heavy-ion files on T2.
 CATALOG = {
@@ -83,15 +83,6 @@ def hint_records() -> list[tuple[str, str, str, str]]:
     return out
 
 
-def write_csv(path: Path, header: list[str], records: list[tuple[object, ...]]) -> Path:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(records)
-    path.write_text(buffer.getvalue())
-    return path
-
-
 def invoke(dsn: str, *args: str) -> str:
     result = CliRunner().invoke(cli, ["--dsn", dsn, *args])
     assert result.exception is None, (args, result.exception)
@@ -106,16 +97,7 @@ def site(
     with psycopg.connect(models_dsn, autocommit=True) as conn:
         conn.execute("truncate tapelens.write_hints")
     folder = tmp_path_factory.mktemp("hints-site")
-    tapes = write_csv(
-        folder / "tapes.csv",
-        ["volume", "media_type", "capacity_bytes", "state"],
-        [("T10001L8", "LTO-8", LTO8, "full"), ("T20002L8", "LTO-8", LTO8, "full")],
-    )
-    catalog = write_csv(
-        folder / "catalog.csv",
-        ["path", "volume", "position", "size_bytes", "written_at"],
-        [(p, v, pos, GB4, "2024-06-03T00:00:00Z") for p, (v, pos) in CATALOG.items()],
-    )
+    tapes, catalog = write_tapes_and_catalog(folder, CATALOG, GB4, "2024-06-03T00:00:00Z")
     hints = write_csv(
         folder / "hints.csv",
         ["path", "written_at", "activity", "size", "vo", "archive_metadata"],

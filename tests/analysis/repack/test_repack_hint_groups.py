@@ -9,10 +9,7 @@ CSV; the marts built by the real dbt project.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -22,11 +19,11 @@ from tapelens.analysis.repack.advisor import RepackOptions
 from tapelens.analysis.repack.store import RepackAdvice, advise
 from tapelens.cli import cli
 from tapelens.dbt_runs import build
+from tests.fixtures.csv_site import write_csv, write_tapes_and_catalog
 
 pytestmark = pytest.mark.slow
 
 GB4 = 4_000_000_000
-LTO8 = 12_000_000_000_000
 RAW = ("RAW", "data24_13p6TeV", "physics_Main", "data24_13p6TeV.00480000.physics_Main.daq.RAW")
 GROUP = " | ".join(RAW)  # fct_hinted_files' group_3: levels 0 to 3 joined
 SMALL = ("RAW", "data24_13p6TeV", "physics_Late", "data24_13p6TeV.00480001.physics_Late.daq.RAW")
@@ -60,13 +57,6 @@ def doc(levels: tuple[str, ...]) -> str:
     )
 
 
-def write_csv(path: Path, header: list[str], records: list[tuple[object, ...]]) -> Path:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([header, *records])
-    path.write_text(buffer.getvalue())
-    return path
-
-
 def invoke(dsn: str, *args: str) -> None:
     result = CliRunner().invoke(cli, ["--dsn", dsn, *args])
     assert result.exception is None, (args, result.output)
@@ -75,17 +65,7 @@ def invoke(dsn: str, *args: str) -> None:
 @pytest.fixture(scope="module")
 def advised(module_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> RepackAdvice:
     folder = tmp_path_factory.mktemp("hint-groups")
-    volumes = sorted({v for v, _ in CATALOG.values()})
-    tapes = write_csv(
-        folder / "tapes.csv",
-        ["volume", "media_type", "capacity_bytes", "state"],
-        [(v, "LTO-8", LTO8, "full") for v in volumes],
-    )
-    catalog = write_csv(
-        folder / "catalog.csv",
-        ["path", "volume", "position", "size_bytes", "written_at"],
-        [(p, v, pos, GB4, "2024-06-03T00:00:00Z") for p, (v, pos) in CATALOG.items()],
-    )
+    tapes, catalog = write_tapes_and_catalog(folder, CATALOG, GB4, "2024-06-03T00:00:00Z")
     hints = write_csv(
         folder / "hints.csv",
         ["path", "written_at", "size", "vo", "archive_metadata"],
