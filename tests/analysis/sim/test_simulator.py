@@ -291,10 +291,9 @@ def test_bad_inputs_are_refused_with_a_reason() -> None:
 def test_fifo_mounts_as_the_direct_submission_baseline_does(
     window: int | None, idle_s: float
 ) -> None:
-    # The simulator's fifo and the planner's direct-submission baseline model the same tape
-    # system: on an interleaved list, with or without a front-end window, whatever the
-    # dismount delay, they mount the same tapes the same number of times (robots enough that
-    # none waits for another: the baseline knows no robot contention).
+    # The planner's direct-submission baseline runs this scheduler with robots enough that none
+    # waits for another: on an interleaved list, with or without a front-end window, whatever
+    # the dismount delay, it reports the mounts a library with enough robots makes.
     parts = [files(f"E0000{t}L7", [10 * (i + 1) for i in range(4)]) for t in range(3)]
     interleaved = pl.concat([parts[t][i] for i in range(4) for t in range(3)])
     simulated = run(
