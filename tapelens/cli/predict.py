@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 import polars as pl
 
-from tapelens.analysis.recall.datasets.placement_cost import predict_placement
-from tapelens.analysis.recall.datasets.prediction import resolve_media
+from tapelens.analysis.recall.datasets.placement_cost import with_placement_costs
+from tapelens.analysis.recall.datasets.prediction import predict_datasets, resolve_media
 from tapelens.analysis.recall.store.catalog import load_datasets
 from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
@@ -85,7 +85,8 @@ def datasets(
         click.echo(f"{len(unknown)} tape(s) of unknown media type: {what}", err=True)
     if files.height == 0:
         raise InputError("no live files match" + (f" dataset {dataset!r}" if dataset else ""))
-    table = predict_placement(files, drives, params, readers, order=read_order)
+    predicted = predict_datasets(files, drives, params, readers, order=read_order)
+    table = with_placement_costs(predicted, files, params, readers)
     blocked = table.filter(pl.col("now_unreadable_tapes") > 0).height
     if blocked:
         click.echo(

@@ -33,13 +33,11 @@ from tapelens.analysis.recall.datasets.prediction import (
     PREDICTION_COLUMNS,
     adjacent_on_own_tapes,
     ideal_placement,
-    predict_datasets,
     readable_split,
     recall_datasets,
 )
 from tapelens.analysis.recall.engine import engine_inputs, with_other_volumes
 from tapelens.analysis.recall.schedule.drives import readable_by_catalog
-from tapelens.analysis.recall.schedule.policies import Sharing
 from tapelens.analysis.recall.schedule.schedule import timed_tapes
 from tapelens.analysis.throughput.model import ModelParams
 
@@ -293,18 +291,15 @@ def _drive_time(mounts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def predict_placement(
+def with_placement_costs(
+    predicted: pl.DataFrame,
     files: pl.DataFrame,
-    drives: Mapping[str, int],
     params_by_media: Mapping[str, ModelParams],
     readable_by: Mapping[str, tuple[str, ...]] | None = None,
-    sharing: Sharing | None = None,
-    order: str = "position",
 ) -> pl.DataFrame:
-    """`predict datasets`: prediction.predict_datasets (elapsed time now and ideally placed on
-    `drives`) with each dataset's placement cost beside it (drive_s, ideal_drive_s,
-    placement_cost_s as placement_costs prices them), most costly first."""
-    predicted = predict_datasets(files, drives, params_by_media, readable_by, sharing, order)
+    """`predict datasets`: a prediction.predict_datasets table of `files` (elapsed time now and
+    ideally placed on its drives) with each dataset's placement cost beside it (drive_s,
+    ideal_drive_s, placement_cost_s as placement_costs prices them), most costly first."""
     costs = placement_costs(files, params_by_media, readable_by).datasets
     joined = predicted.join(
         costs.select("dataset", "placement_cost_s", "drive_s", "ideal_drive_s"),

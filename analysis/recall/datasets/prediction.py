@@ -294,7 +294,7 @@ def predict_datasets(
 ) -> pl.DataFrame:
     """Per dataset: live and readable files, bytes, tapes; predicted recall time (elapsed) and
     rate now and with ideal placement, and the slowdown (now / ideal). The placement cost in
-    drive time joins these in placement_cost.predict_placement.
+    drive time joins these in placement_cost.with_placement_costs.
 
     `files`: the datasets' live copies: dataset, volume, media_type, position, size_bytes, and
     optionally file_id, path, offset_bytes, aggregate_id, start_bytes, avg_object_bytes,

@@ -8,12 +8,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tapelens.analysis.recall.datasets.placement_cost import predict_placement
+from tapelens.analysis.recall.datasets.placement_cost import with_placement_costs
 from tapelens.analysis.recall.datasets.prediction import adjacent_on_own_tapes, predict_datasets
 from tapelens.analysis.throughput.model import default_params
 
 GB = 1_000_000_000
 PARAMS = default_params()
+
+
+def predict_placement(files: pl.DataFrame, drives: dict[str, int]) -> pl.DataFrame:
+    """What `predict datasets` prints: the prediction with the placement costs beside it."""
+    return with_placement_costs(predict_datasets(files, drives, PARAMS), files, PARAMS)
 
 
 def scattered(seed: int) -> pl.DataFrame:
@@ -41,7 +46,7 @@ def scattered(seed: int) -> pl.DataFrame:
 def test_no_dataset_shows_a_negative_placement_cost() -> None:
     for seed in range(8):
         for drives in ({"LTO-8": 1}, {"LTO-8": 4}):
-            table = predict_placement(scattered(seed), drives, PARAMS)
+            table = predict_placement(scattered(seed), drives)
             assert table["placement_cost_s"].min() >= 0.0, (seed, drives)
             assert (table["placement_cost_s"] <= table["drive_s"]).all()
             assert (table["ideal_s"] <= table["now_s"] + 1e-6).all()
@@ -60,7 +65,7 @@ def test_two_tapes_on_two_drives_beat_one_packed_tape() -> None:
             "size_bytes": [5 * GB] * 20,
         }
     )
-    (row,) = predict_placement(files, {"LTO-8": 2}, PARAMS).to_dicts()
+    (row,) = predict_placement(files, {"LTO-8": 2}).to_dicts()
     assert row["ideal_layout"] == "own tapes" and row["ideal_tapes"] == 2
     assert row["now_s"] == pytest.approx(row["ideal_s"], abs=1.0)
     # In drive time the second tape is a mount more than packed onto one: that is its cost.
@@ -70,7 +75,7 @@ def test_two_tapes_on_two_drives_beat_one_packed_tape() -> None:
     one_tape = files.with_columns(
         pl.lit("A").alias("volume"), pl.int_range(1, 21).alias("position")
     )
-    (row,) = predict_placement(one_tape, {"LTO-8": 2}, PARAMS).to_dicts()
+    (row,) = predict_placement(one_tape, {"LTO-8": 2}).to_dicts()
     assert row["placement_cost_s"] == 0.0  # contiguous on one tape: nothing to gain
     (alone,) = predict_datasets(files, {"LTO-8": 1}, PARAMS).to_dicts()
     assert alone["ideal_tapes"] == 1  # one drive: packing saves the second mount
