@@ -6,8 +6,8 @@ variables for the duration of the run only, and gives the password to dbt throug
 DBT_ENV_SECRET_ variable, which dbt scrubs from its logs. dbt's own output goes to a log file;
 failures come back as one ModelBuildError naming the failing models and tests.
 
-`build_on_spark` builds the same project with dbt-spark on the process's Spark session
-(profiles.yml's target `spark`): the canonical tables are the Delta tables of the warehouse.
+Given a SparkWarehouse, `build` builds the same project with dbt-spark on the process's Spark
+session (profiles.yml's target `spark`): the canonical tables are the warehouse's Delta tables.
 """
 
 from __future__ import annotations
@@ -355,8 +355,17 @@ def _summarise(result: Any, seconds: float, log_path: Path, secret: str | None) 
     return BuildSummary(models, passed, failed, skipped, seconds, log_path, tuple(failures))
 
 
+@dataclass(frozen=True)
+class SparkWarehouse:
+    """Where a build on Spark works: the Spark master and the warehouse (a local folder or any
+    path Spark reaches; tapelens.spark.session)."""
+
+    master: str
+    path: str | Path
+
+
 def build(
-    dsn: str,
+    dsn: str | SparkWarehouse,
     select: list[str] | None = None,
     full_refresh: bool = False,
     vars: dict[str, Any] | None = None,
@@ -370,51 +379,27 @@ def build(
     "resource_type:unit_test"] builds the models alone). Raises ModelBuildError naming the
     failing models and tests; dbt's log is in log_dir. `progress` hears of each node as it
     finishes (from dbt's threads).
+
+    Given a SparkWarehouse instead of a DSN, the same project is built with dbt-spark on the
+    Spark session of its master and warehouse: the canonical tables are the warehouse's Delta
+    tables, the marts are written beside them as Delta tables, and the unit tests are left out
+    (SPARK_EXCLUDES). dbt-spark's session method takes the process's session (Spark's
+    getOrCreate), so the one started here, with Delta Lake and the warehouse's catalog, is the
+    one dbt works in.
     """
-    _check_project()
-    env = profile_env(dsn)
-    analyze_sources(dsn)
-    return _run_build(POSTGRES_TARGET, env, log_dir, select, full_refresh, vars, exclude, progress)
-
-
-def build_on_spark(
-    master: str,
-    warehouse: str | Path,
-    select: list[str] | None = None,
-    full_refresh: bool = False,
-    vars: dict[str, Any] | None = None,
-    log_dir: Path | None = None,
-    exclude: list[str] | None = None,
-    progress: Callable[[NodeDone], None] | None = None,
-) -> BuildSummary:
-    """Run the same `dbt build` with dbt-spark on the Spark session of `master` and `warehouse`
-    (tapelens.spark.session): the canonical tables are the warehouse's Delta tables, the marts
-    are written beside them as Delta tables. The unit tests are left out (SPARK_EXCLUDES).
-
-    dbt-spark's session method takes the process's session (Spark's getOrCreate), so the one
-    started here, with Delta Lake and the warehouse's catalog, is the one dbt works in.
-    """
-    _check_project()
-    # Imported here: pyspark is the optional spark dependency, and starting a JVM takes seconds.
-    from tapelens.spark.session import spark_session
-
-    spark_session(master, warehouse)
-    env = {"TAPELENS_DBT_THREADS": str(DBT_THREADS)}
-    return _run_build(
-        SPARK_TARGET,
-        env,
-        log_dir,
-        select,
-        full_refresh,
-        vars,
-        [*(exclude or []), *SPARK_EXCLUDES],
-        progress,
-    )
-
-
-def _check_project() -> None:
     if not (PROJECT_DIR / "dbt_project.yml").is_file():
         raise ConfigError("dbt project", str(PROJECT_DIR), "dbt_project.yml not found")
+    if isinstance(dsn, SparkWarehouse):
+        # Imported here: pyspark is the optional spark dependency, and a JVM takes seconds.
+        from tapelens.spark.session import spark_session
+
+        spark_session(dsn.master, dsn.path)
+        target, env = SPARK_TARGET, {"TAPELENS_DBT_THREADS": str(DBT_THREADS)}
+        exclude = [*(exclude or []), *SPARK_EXCLUDES]
+    else:
+        target, env = POSTGRES_TARGET, profile_env(dsn)
+        analyze_sources(dsn)
+    return _run_build(target, env, log_dir, select, full_refresh, vars, exclude, progress)
 
 
 def _run_build(

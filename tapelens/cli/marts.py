@@ -12,8 +12,8 @@ from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
 from tapelens.db import connection
-from tapelens.dbt_runs import MARTS_SCHEMA, BuildSummary, NodeDone, build, build_on_spark
-from tapelens.spark.settings import EngineSettings, engine_options
+from tapelens.dbt_runs import MARTS_SCHEMA, BuildSummary, NodeDone, SparkWarehouse, build
+from tapelens.spark.settings import current_engine, engine_options
 
 marts = BY_NAME["marts"]
 
@@ -86,7 +86,6 @@ def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
 @pass_app
 def build_cmd(
     app: App,
-    engine: EngineSettings,
     select: tuple[str, ...],
     exclude: tuple[str, ...],
     full_refresh: bool,
@@ -103,6 +102,7 @@ def build_cmd(
         tapelens marts build --var cutover_date=2020-10-01
         tapelens marts build --engine spark --spark-warehouse /data/tapelens
     """
+    engine = current_engine()
     options: dict[str, Any] = {
         "select": list(select) or None,
         "full_refresh": full_refresh,
@@ -112,14 +112,9 @@ def build_cmd(
     where = f" on Spark ({engine.warehouse(app.home)})" if engine.spark else ""
     click.echo(f"tapelens: building the dbt models into {MARTS_SCHEMA}{where}", err=True)
     if engine.spark:
+        warehouse = SparkWarehouse(engine.spark_master, engine.warehouse(app.home))
         with _BuildProgress() as progress:
-            summary = build_on_spark(
-                engine.spark_master,
-                engine.warehouse(app.home),
-                log_dir=app.home / "dbt-spark",
-                progress=progress,
-                **options,
-            )
+            summary = build(warehouse, log_dir=app.home / "dbt-spark", progress=progress, **options)
         _say_built(summary)
         return
     dsn = app.dsn()
