@@ -260,7 +260,7 @@ def tape_rest_submit(
     \b
     Example:
         tapelens plan recall campaign.csv --export tape-rest --export-dir stage/
-        BEARER_TOKEN=... tapelens export tape-rest stage/ --submit https://tape.example.org:8443
+        BEARER_TOKEN=... tapelens export tape-rest stage/tape-rest --submit https://tape.example.org:8443
     """
     where = Path(folder)
     batches = tape_rest.read_batches(where)
