@@ -43,7 +43,7 @@ from tapelens.ingest import canonical
 from tapelens.ingest.checks import refuse_unstorable
 from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import LINE_DIGEST, LINE_NO, ParseOptions, Reject
+from tapelens.ingest.formats.base import LINE_DIGEST, ParseOptions, Reject
 from tapelens.ingest.load.catalog_diff import KEY, row_digests
 from tapelens.ingest.load.guard import ShrinkGuard, check_shrink
 from tapelens.ingest.load.pipeline import file_id_where_not_path, prepare
@@ -51,11 +51,19 @@ from tapelens.ingest.load.runs import IngestResult, sha256_of
 from tapelens.media import media_from_barcode
 from tapelens.spark.tables import BUCKET, TABLES, bucket_of, create_tables, table_versions
 
-KINDS = ("catalog",)  # what the Spark loader loads so far
+KINDS = ("catalog", "transfers", "mounts")  # what the Spark loader loads so far
 METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 RUN_TAG = "tapelens-run "
 # What a load may write, so what a killed one may have to roll back.
-WRITTEN = ("tape_files", "tapes", "ingest_rejects", "ingest_runs")
+WRITTEN = ("tape_files", "transfers", "mounts", "tapes", "ingest_rejects", "ingest_runs")
+# The identity of a record, as the PostgreSQL tables' unique indexes have it (001_core.sql).
+KEYS: dict[str, tuple[str, ...]] = {
+    "catalog": KEY,
+    "transfers": ("source", "direction", "file_id", "path", "started_at"),
+    "mounts": ("source", "volume", "mounted_at"),
+}
+# Keys whose null is one value: a transfer's file id or path the log does not give.
+NULL_IS_EMPTY = ("file_id", "path")
 
 
 @dataclass
@@ -91,6 +99,11 @@ def load_files(
             f"--format {fmt.name}: the Spark engine loads {', '.join(KINDS)} so far; load"
             f" {fmt.kind} with TAPELENS_ENGINE=postgres"
         )
+    if fmt.after_load is not None:
+        raise InputError(
+            f"--format {fmt.name}: its load pairs records with earlier loads' in PostgreSQL,"
+            " which the Spark engine does not do yet; use TAPELENS_ENGINE=postgres"
+        )
     if fmt.listing_ranks:
         raise InputError(
             f"--format {fmt.name}: a listing whose positions are ranks keeps each copy's first"
@@ -107,7 +120,7 @@ def load_files(
         if not real.is_file():
             raise InputError(f"{p}: no such file")
         files.append((str(p), real, sha256_of(real)))
-    union = not per_volume and len(files) > 1
+    union = fmt.kind == "catalog" and not per_volume and len(files) > 1
     groups = [files] if union else [[f] for f in files]
     results: list[IngestResult] = []
     for group in groups:
@@ -140,28 +153,22 @@ def _load_group(
             _record_failure(spark, fmt, source, shown, sha, str(exc))
             raise
     dump = pl.concat([p.frame for p in parsed], how="vertical_relaxed")
-    # A copy listed twice keeps its first line, as the PostgreSQL load's `distinct on` does.
-    dump = dump.unique(subset=list(KEY), keep="first", maintain_order=True)
-    volumes = sorted({v for v in dump["volume"].unique().to_list() if v})
-    shown_all = ", ".join(shown for shown, _, _ in files)
+    # A record listed twice keeps its first line, as the PostgreSQL load's `distinct on` and
+    # `on conflict do nothing` do.
+    dump = dump.unique(subset=list(KEYS[fmt.kind]), keep="first", maintain_order=True)
     stage = _stage(spark, dump)
-    removed = _retired_count(spark, stage, source, volumes if per_volume else None)
-    listed = sum(p.listed for p in parsed)
-    if removed and not guard.allow:
-        try:
-            check_shrink(source, removed, listed, guard, shown_all)
-        except InputError as exc:
-            for shown, _, sha in files:
-                _record_failure(spark, fmt, source, shown, sha, str(exc))
-            raise
-    run_ids = _start_runs(spark, fmt, source, files)
-    with _tagged(spark, run_ids[-1]):
-        for run_id, p in zip(run_ids, parsed, strict=True):
-            _write_rejects(spark, run_id, p.rejects)
-        stage = stage.withColumn("ingest_run_id", F.lit(run_ids[-1]).cast("bigint"))
-        _merge_catalog(spark, stage, source, run_ids[-1], volumes if per_volume else None)
-        register_volumes(spark, volumes, run_ids[-1])
-        _finish_runs(spark, run_ids, parsed, volumes if per_volume else None)
+    if fmt.kind != "catalog":
+        [run_id] = _start_runs(spark, fmt, source, files)
+        with _tagged(spark, run_id):
+            _write_rejects(spark, run_id, parsed[0].rejects)
+            stage = stage.withColumn("ingest_run_id", F.lit(run_id).cast("bigint"))
+            _merge_events(spark, fmt.kind, stage)
+            _finish_runs(spark, [run_id], parsed, None)
+        run_ids, removed = [run_id], 0
+    else:
+        run_ids, removed = _load_catalog(
+            spark, fmt, files, source, parsed, dump, stage, per_volume, guard
+        )
     seconds = time.monotonic() - started
     return [
         IngestResult(
@@ -183,17 +190,55 @@ def _load_group(
     ]
 
 
+def _load_catalog(
+    spark: SparkSession,
+    fmt: Format,
+    files: list[tuple[str, Path, str]],
+    source: str,
+    parsed: list[_Parsed],
+    dump: pl.DataFrame,
+    stage: DataFrame,
+    per_volume: bool,
+    guard: ShrinkGuard,
+) -> tuple[list[int], int]:
+    """A catalog dump's load: the shrink guard, one MERGE, the volumes registered; its runs
+    and the copies it retired."""
+    volumes = sorted({v for v in dump["volume"].unique().to_list() if v})
+    scope = volumes if per_volume else None
+    shown_all = ", ".join(shown for shown, _, _ in files)
+    removed = _retired_count(spark, stage, source, scope)
+    listed = sum(p.listed for p in parsed)
+    if removed and not guard.allow:
+        try:
+            check_shrink(source, removed, listed, guard, shown_all)
+        except InputError as exc:
+            for shown, _, sha in files:
+                _record_failure(spark, fmt, source, shown, sha, str(exc))
+            raise
+    run_ids = _start_runs(spark, fmt, source, files)
+    with _tagged(spark, run_ids[-1]):
+        for run_id, p in zip(run_ids, parsed, strict=True):
+            _write_rejects(spark, run_id, p.rejects)
+        stage = stage.withColumn("ingest_run_id", F.lit(run_ids[-1]).cast("bigint"))
+        _merge_catalog(spark, stage, source, run_ids[-1], scope)
+        register_volumes(spark, volumes, run_ids[-1])
+        _finish_runs(spark, run_ids, parsed, scope)
+    return run_ids, removed
+
+
 def _parse(
     fmt: Format, shown: str, real: Path, options: ParseOptions, rules: DatasetRules
 ) -> _Parsed:
     """Read one file with its format's reader, the rows prepared as the PostgreSQL loader
-    prepares them: checked (a value the tables would refuse is refused with its line), the row
-    digest over the canonical values, datasets from the path, the file id only where it is not
-    the path."""
+    prepares them (ingest/load/pipeline.py): checked (a value the tables would refuse is
+    refused with its line); of a catalog, the row digest over the canonical values, datasets
+    from the path and the file id only where it is not the path."""
     parse = fmt.parser()
     opts = replace(options, extra={**options.extra, "display_name": shown})
-    out = _Parsed(pl.DataFrame())
-    frames = []
+    catalog = fmt.kind == "catalog"
+    schema = staged_schema(fmt.kind)
+    out = _Parsed(pl.DataFrame(schema=schema))
+    frames = [out.frame]
     for batch in parse(real, options=opts):
         out.rejects += batch.rejects
         out.skipped += batch.skipped
@@ -201,29 +246,28 @@ def _parse(
         if not batch.frame.height:
             continue
         frame, refused = refuse_unstorable(
-            fmt.kind, prepare(fmt.kind, batch.frame, rules, datasets=False)
+            fmt.kind, prepare(fmt.kind, batch.frame, rules, datasets=not catalog)
         )
         if refused:
             if options.strict:
                 first = min(refused, key=lambda r: r.line_no)
                 raise ParseError(shown, first.line_no, first.reason)
             out.rejects += refused
-        frame = frame.with_columns(row_digests(frame, rules, fmt.listing_ranks).alias("row_digest"))
-        frame = file_id_where_not_path(with_datasets(frame, rules) if frame.height else frame)
-        frames.append(frame.drop(LINE_NO))
-    empty = pl.DataFrame(schema=STAGED)
-    out.frame = pl.concat([empty, *[f.select(*STAGED) for f in frames]], how="vertical_relaxed")
+        if catalog:
+            digest = row_digests(frame, rules, fmt.listing_ranks)
+            frame = frame.with_columns(digest.alias("row_digest"))
+            frame = file_id_where_not_path(with_datasets(frame, rules) if frame.height else frame)
+        frames.append(frame.select(*schema))
+    out.frame = pl.concat(frames, how="vertical_relaxed")
     out.listed = out.frame.height
     out.rejects.sort(key=lambda r: r.line_no)
     return out
 
 
-# A dump's rows as they reach Spark: the canonical columns and the digests beside them.
-STAGED: dict[str, pl.DataType] = {
-    **canonical.TAPE_FILES,
-    "row_digest": pl.Int64(),
-    LINE_DIGEST: pl.Int64(),
-}
+def staged_schema(kind: str) -> dict[str, pl.DataType]:
+    """A file's rows as they reach Spark: the canonical columns, and a catalog's digests."""
+    extra = {"row_digest": pl.Int64(), LINE_DIGEST: pl.Int64()} if kind == "catalog" else {}
+    return {**canonical.SCHEMAS[kind], **extra}
 
 
 def _stage(spark: SparkSession, dump: pl.DataFrame) -> DataFrame:
@@ -285,6 +329,30 @@ def _merge_catalog(
         f" WHEN NOT MATCHED THEN INSERT ({', '.join(inserted)}) VALUES ({ins_values})"
         f" WHEN NOT MATCHED BY SOURCE AND {scope}"
         f" THEN UPDATE SET removed_at = current_timestamp(), removed_run_id = {int(run_id)}"
+    )
+
+
+def _merge_events(spark: SparkSession, kind: str, stage: DataFrame) -> None:
+    """A log's records into their table, as on PostgreSQL (ingest/load/upserts.py): a transfer
+    already stored is kept as it is; a mount already stored takes the new record's drive,
+    times, purpose and status."""
+    table = TABLES[canonical.TABLES[kind]]
+    stage.createOrReplaceTempView("tapelens_stage")
+    on = " and ".join(
+        f"coalesce(t.{k}, '') = coalesce(s.{k}, '')" if k in NULL_IS_EMPTY else f"t.{k} = s.{k}"
+        for k in KEYS[kind]
+    )
+    names = ", ".join(table.names)
+    values = ", ".join(f"s.{c}" for c in table.names)
+    update = (
+        " WHEN MATCHED THEN UPDATE SET drive = s.drive, requested_at = s.requested_at,"
+        " dismounted_at = s.dismounted_at, purpose = s.purpose, status = s.status"
+        if kind == "mounts"
+        else ""
+    )
+    spark.sql(
+        f"MERGE INTO {table.qualified} t USING tapelens_stage s ON {on}{update}"
+        f" WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})"
     )
 
 
@@ -357,6 +425,8 @@ def current_runs(
         if not rows:
             return None
         found.append((int(rows[0]["run_id"]), rows[0]["volumes"]))
+    if fmt.kind not in ("catalog", "tapes"):  # logs add events: once loaded, always a no-op
+        return [r for r, _ in found]
     newest = max(r for r, _ in found)
     later = spark.table(TABLES["ingest_runs"].qualified).where(
         (F.col("kind") == fmt.kind)

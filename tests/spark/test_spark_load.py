@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from tapelens.cli import cli
 from tapelens.errors import ParseError
 from tapelens.ingest import canonical
-from tapelens.ingest.formats import FORMATS
+from tapelens.ingest.formats import FORMATS, lookup
 from tapelens.ingest.formats.base import ParseOptions
 from tapelens.ingest.load import ShrinkGuard, ShrinkRefused, ingest_file
 from tapelens.spark.load import load_files, roll_back_killed
@@ -53,6 +53,7 @@ CONF = {
 # What both engines store of a copy (line digests aside: the Spark loader reads every line).
 COMPARED = [*canonical.TAPE_FILES, "row_digest"]
 TIMES = {"written_at", "removed_at", "last_seen_at"}
+STAMP, PY_STAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS", "%Y-%m-%dT%H:%M:%S.%f"  # times compared as UTC
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +120,7 @@ def spark(warehouse: Path, killed: dict[str, object]) -> Iterator[SparkSession]:
 
 def spark_copies(spark: SparkSession, source: str) -> list[tuple]:
     frame = spark.table(TABLES["tape_files"].qualified).where(F.col("source") == source)
-    cols = [
-        F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").alias(c) if c in TIMES else F.col(c)
-        for c in COMPARED
-    ]
+    cols = [F.date_format(c, STAMP).alias(c) if c in TIMES else F.col(c) for c in COMPARED]
     rows = frame.select(*cols, F.col("removed_at").isNull().alias("live")).collect()
     return sorted(tuple(r) for r in rows)
 
@@ -136,10 +134,7 @@ def pg_copies(dsn: str, source: str) -> list[tuple]:
         ).fetchall()
     written = COMPARED.index("written_at")
     return sorted(
-        tuple(
-            v.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") if i == written else v
-            for i, v in enumerate(r)
-        )
+        tuple(v.astimezone(UTC).strftime(PY_STAMP) if i == written else v for i, v in enumerate(r))
         for r in rows
     )
 
@@ -279,6 +274,53 @@ def test_lenient_rejects_are_kept_with_their_reasons_and_strict_loads_nothing(
         load_files(spark, FMT["csv"], [bad], strict)
     assert spark_copies(spark, "strict") == []
     assert [r[1] for r in runs(spark, "strict")] == ["failed"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "fmt", "file"),
+    [
+        ("transfers", "dcache-billing", "billing-2021.11.02"),
+        ("mounts", "cta-taped", "cta-taped.jsonl"),
+    ],
+    ids=["billing", "cta-taped-mounts"],
+)
+def test_a_logs_records_are_those_the_postgres_path_loads(
+    spark: SparkSession, dsn: str, kind: str, fmt: str, file: str
+) -> None:
+    # The logs' fixtures: tests/data/logs/ (dCache's billing cells and CTA's taped, each
+    # described with its source in docs/formats/dcache-billing.md and docs/formats/cta-taped.md).
+    fmt_used = lookup(kind, fmt)
+    path = ROOT / "tests" / "data" / "logs" / file
+    opts = ParseOptions(source=f"eq-{kind}")
+    [on_spark] = load_files(spark, fmt_used, [path], opts)
+    on_pg = ingest_file(dsn, fmt_used, path, opts)
+    assert (on_spark.status, on_spark.rows, on_spark.rejects) == (
+        on_pg.status,
+        on_pg.rows,
+        on_pg.rejects,
+    )
+    cols = list(canonical.SCHEMAS[kind])
+    times = [c for c, t in canonical.SCHEMAS[kind].items() if t == canonical.UTC_TIME]
+    frame = spark.table(TABLES[kind].qualified).where(F.col("source") == opts.source)
+    rows = frame.select(
+        *(F.date_format(c, STAMP).alias(c) if c in times else F.col(c) for c in cols)
+    ).collect()
+    with psycopg.connect(dsn) as conn:
+        pg = conn.execute(
+            f"select {', '.join(cols)} from tapelens.{kind} where source = %s", [opts.source]
+        ).fetchall()
+    at = [cols.index(c) for c in times]
+    pg_rows = [
+        tuple(
+            v.astimezone(UTC).strftime(PY_STAMP) if i in at and v is not None else v
+            for i, v in enumerate(r)
+        )
+        for r in pg
+    ]
+    assert rows and sorted(map(tuple, rows), key=repr) == sorted(pg_rows, key=repr)
+    # Loading the log again adds nothing.
+    [again] = load_files(spark, fmt_used, [path], opts)
+    assert (again.status, again.run_id) == ("unchanged", on_spark.run_id)
 
 
 def test_db_status_says_the_engine_where_the_tables_are_and_their_rows(
