@@ -83,7 +83,7 @@ def spark_session(
         root = local_path(where)
         root.mkdir(parents=True, exist_ok=True)
         settings["spark.sql.warehouse.dir"] = (root / "tables").as_uri()
-        settings["javax.jdo.option.ConnectionURL"] = (
+        settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
         )
         # derby.log beside the metastore rather than in the working directory.

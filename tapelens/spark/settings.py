@@ -34,48 +34,48 @@ class EngineSettings:
         return self.spark_warehouse or str(home / "spark")
 
 
+META = "tapelens.engine"
+
+
 def engine_options(fn: F) -> F:
-    """--engine, --spark-master and --spark-warehouse (and their environment variables), handed
-    to the command as one `engine: EngineSettings` argument."""
+    """--engine, --spark-master and --spark-warehouse (and their environment variables) on a
+    command; the command reads them with `current_engine()`."""
 
-    def keep(ctx: click.Context, param: click.Parameter, value: object) -> object:
-        ctx.meta.setdefault("tapelens.engine", {})[param.name or ""] = value
-        return value
+    def keep(ctx: click.Context, param: click.Parameter, value: object) -> None:
+        given = ctx.meta.setdefault(META, {})
+        if value is not None:
+            given[param.name or ""] = str(value)
 
-    def settings(ctx: click.Context, param: click.Parameter, value: object) -> EngineSettings:
-        given = dict(ctx.meta.get("tapelens.engine", {}))
-        return EngineSettings(
-            engine=str(value or "postgres"),
-            spark_master=str(given.get("spark_master") or DEFAULT_MASTER),
-            spark_warehouse=str(given.get("spark_warehouse") or ""),
-        )
+    for name, setting, extra in (
+        ("--spark-warehouse", "spark_warehouse", {"metavar": "PATH"}),
+        ("--spark-master", "spark_master", {"metavar": "MASTER"}),
+        (
+            "--engine",
+            "engine",
+            {"type": click.Choice(ENGINES), "default": "postgres", "show_default": True},
+        ),
+    ):
+        fn = click.option(
+            name,
+            setting,
+            envvar=BY_NAME[setting].envvar,
+            expose_value=False,
+            callback=keep,
+            help=BY_NAME[setting].help,
+            **extra,
+        )(fn)
+    return fn
 
-    fn = click.option(
-        "--engine",
-        "engine",
-        envvar=BY_NAME["engine"].envvar,
-        type=click.Choice(ENGINES),
-        default="postgres",
-        show_default=True,
-        callback=settings,
-        help=BY_NAME["engine"].help,
-    )(fn)
-    # Eager, so that their values are there when --engine builds the settings from them.
-    fn = click.option(
-        "--spark-warehouse",
-        envvar=BY_NAME["spark_warehouse"].envvar,
-        metavar="PATH",
-        is_eager=True,
-        expose_value=False,
-        callback=keep,
-        help=BY_NAME["spark_warehouse"].help,
-    )(fn)
-    return click.option(
-        "--spark-master",
-        envvar=BY_NAME["spark_master"].envvar,
-        metavar="MASTER",
-        is_eager=True,
-        expose_value=False,
-        callback=keep,
-        help=BY_NAME["spark_master"].help,
-    )(fn)
+
+def current_engine() -> EngineSettings:
+    """The engine settings of the running command (postgres when it takes none)."""
+    ctx = click.get_current_context(silent=True)
+    given: dict[str, str] = {}
+    while ctx is not None:
+        given = {**ctx.meta.get(META, {}), **given}
+        ctx = ctx.parent
+    return EngineSettings(
+        engine=given.get("engine", "postgres"),
+        spark_master=given.get("spark_master", DEFAULT_MASTER),
+        spark_warehouse=given.get("spark_warehouse", ""),
+    )
