@@ -54,6 +54,7 @@ def test_assets_in_git_name_only_marts_and_dashboard_views() -> None:
         "Recall operations",
         "Recall campaigns",
         "Drives and media",
+        "Write placement",
     }
     assert assets["databases/tapelens.yaml"]["sqlalchemy_uri"] == PLACEHOLDER_URI
 

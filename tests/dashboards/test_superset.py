@@ -137,6 +137,7 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
         "placement-health",
         "recall-campaigns",
         "recall-operations",
+        "write-placement",
     ]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
