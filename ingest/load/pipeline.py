@@ -23,6 +23,7 @@ from tapelens.ingest.formats.base import (
     LINE_NO,
     Batch,
     LineDigests,
+    Reject,
 )
 from tapelens.ingest.load.catalog_diff import Known, line_seed, row_digests
 from tapelens.ingest.load.context import LoadContext
@@ -66,6 +67,20 @@ def prepare(
     return conformed.with_columns(
         lines if lines is not None else pl.lit(None, pl.Int64).alias(LINE_NO)
     )
+
+
+def checked(
+    kind: str, frame: pl.DataFrame, rules: DatasetRules, strict: bool, shown: str
+) -> tuple[pl.DataFrame, list[Reject]]:
+    """A batch's rows prepared and checked before they are stored: the rows the tables take,
+    and a rejection for each other (strict: ParseError at the first). A catalog's dataset
+    fields are derived later, after the row digest, for the rows written."""
+    catalog = kind == "catalog"
+    rows, refused = refuse_unstorable(kind, prepare(kind, frame, rules, datasets=not catalog))
+    if refused and strict:
+        first = min(refused, key=lambda r: r.line_no)
+        raise ParseError(shown, first.line_no, first.reason)
+    return rows, refused
 
 
 def file_id_where_not_path(frame: pl.DataFrame) -> pl.DataFrame:
@@ -125,15 +140,9 @@ def encoded_batches(
                 payload: bytes | memoryview = b""
                 frame, vols, listed = pl.DataFrame({LINE_NO: []}), set(), batch.known
                 if batch.frame.height:
-                    # A catalog's dataset fields are derived after the digest, for the rows sent.
                     catalog = fmt.kind == "catalog"
-                    frame, refused = refuse_unstorable(
-                        fmt.kind, prepare(fmt.kind, batch.frame, rules, datasets=not catalog)
-                    )
+                    frame, refused = checked(fmt.kind, batch.frame, rules, options.strict, shown)
                     if refused:
-                        if options.strict:
-                            first = min(refused, key=lambda r: r.line_no)
-                            raise ParseError(shown, first.line_no, first.reason)
                         batch.rejects = sorted(batch.rejects + refused, key=lambda r: r.line_no)
                     if fmt.kind != "tapes":
                         frame = frame.with_columns(pl.lit(run_id, pl.Int64).alias("ingest_run_id"))

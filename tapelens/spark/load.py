@@ -40,13 +40,12 @@ from pyspark.sql import functions as F
 
 from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.ingest import canonical
-from tapelens.ingest.checks import refuse_unstorable
 from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
 from tapelens.ingest.formats.base import LINE_DIGEST, ParseOptions, Reject
 from tapelens.ingest.load.catalog_diff import KEY, row_digests
 from tapelens.ingest.load.guard import ShrinkGuard, check_shrink
-from tapelens.ingest.load.pipeline import file_id_where_not_path, prepare
+from tapelens.ingest.load.pipeline import checked, file_id_where_not_path
 from tapelens.ingest.load.runs import IngestResult, sha256_of
 from tapelens.media import media_from_barcode
 from tapelens.spark.tables import BUCKET, TABLES, bucket_of, create_tables, table_versions
@@ -245,14 +244,8 @@ def _parse(
         out.notes += [n for n in batch.notes if n not in out.notes]
         if not batch.frame.height:
             continue
-        frame, refused = refuse_unstorable(
-            fmt.kind, prepare(fmt.kind, batch.frame, rules, datasets=not catalog)
-        )
-        if refused:
-            if options.strict:
-                first = min(refused, key=lambda r: r.line_no)
-                raise ParseError(shown, first.line_no, first.reason)
-            out.rejects += refused
+        frame, refused = checked(fmt.kind, batch.frame, rules, options.strict, shown)
+        out.rejects += refused
         if catalog:
             digest = row_digests(frame, rules, fmt.listing_ranks)
             frame = frame.with_columns(digest.alias("row_digest"))
