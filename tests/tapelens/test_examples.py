@@ -61,6 +61,7 @@ SKIPPED: dict[str, str] = {
     r"^tapelens demo generate\b": "writes a 50,000-file site (tests/world)",
     r"\[--": "shows optional arguments in brackets",
     r"-o /etc/|-o /var/": "writes into a system folder",
+    r"--engine spark": "builds the marts on Spark in a warehouse of its own (tests/spark)",
 }
 # The site the examples' stage requests go to, served here by a local Tape REST server.
 TAPE_REST_SITE = "https://tape.example.org:8443"
