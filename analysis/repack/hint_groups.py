@@ -23,13 +23,14 @@ from psycopg import sql
 
 from tapelens.analysis.repack import scenarios
 from tapelens.analysis.repack.advisor import RepackOptions
+from tapelens.analysis.repack.candidates import dataset_candidates, frame, tapes_only_of
 from tapelens.analysis.throughput.inputs import fetch
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
 
 if TYPE_CHECKING:
-    from tapelens.analysis.repack.store import CopyReader
+    from tapelens.analysis.repack.candidates import CopyReader
 
 KIND = "hint-group"
 
@@ -116,8 +117,6 @@ def screen(
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     """The hint groups on the most tapes beyond what their bytes need, each rewritten
     collocated: the candidates (as the repack advisor's other kinds) and their scenarios."""
-    # The advisor's store lists this screen among its own and lends it its helpers.
-    from tapelens.analysis.repack.store import _dataset_candidates, _frame, _tapes_only_of
 
     nothing = (pl.DataFrame(), scenarios.Scenario.concat([]))
     if not _has_hints(conn):
@@ -129,10 +128,10 @@ def screen(
     }
     query = sql.SQL(_SCREEN).format(limit=sql.Literal(options.screened), **names)
     columns = ["target", "files", "bytes", "tapes_used", "tapes_needed", "derived", "datasets"]
-    found = _frame(conn, query, columns)
+    found = frame(conn, query, columns)
     if found.height == 0:
         return nothing
-    members = _frame(
+    members = frame(
         conn,
         sql.SQL(_MEMBERS).format(groups=sql.Literal(found["target"].to_list()), **names),
         ["file_id", "dataset", "hint_group"],
@@ -144,7 +143,7 @@ def screen(
     found = found.filter(pl.col("target").is_in(copies["dataset"].unique().implode()))
     if found.height == 0:
         return nothing
-    freed = _tapes_only_of(conn, copies)
+    freed = tapes_only_of(conn, copies)
     built = [
         scenarios.collocated(f"{KIND}:{group}", copies.filter(pl.col("dataset") == group), params)
         for group in found["target"].to_list()
@@ -157,5 +156,5 @@ def screen(
         pl.col("datasets"),
         pl.col("derived"),
     )
-    candidates = _dataset_candidates(found, KIND, evidence, copies, freed)
+    candidates = dataset_candidates(found, KIND, evidence, copies, freed)
     return candidates, scenarios.Scenario.concat(built)

@@ -10,7 +10,7 @@ command quotes; the screens only choose which candidates the throughput model we
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,14 @@ from tapelens.analysis.recall.engine import readable_media
 from tapelens.analysis.recall.plan.summary import duration
 from tapelens.analysis.repack import hint_groups, scenarios
 from tapelens.analysis.repack.advisor import RepackOptions, empty_ranking, weigh
-from tapelens.analysis.throughput.inputs import fetch, read_live_copies
+from tapelens.analysis.repack.candidates import (
+    UNAVAILABLE,
+    CopyReader,
+    dataset_candidates,
+    frame,
+    tapes_only_of,
+)
+from tapelens.analysis.throughput.inputs import fetch
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.dbt_runs import MARTS_SCHEMA
@@ -37,7 +44,6 @@ Progress = Callable[[str], None]
 
 
 # What a file left out is named by, as plan recall names its unavailable files.
-UNAVAILABLE = {"path": pl.String, "file_id": pl.String, "size_bytes": pl.Int64, "reason": pl.String}
 
 
 @dataclass(frozen=True)
@@ -101,51 +107,6 @@ def advise(
     return RepackAdvice(ranked, _summary(ranked, options), unavailable)
 
 
-@dataclass
-class CopyReader:
-    """The candidates' live copies as the screens read them, those on media no given drive
-    reads set aside: the recall engine could not time their recall, and a repack is weighed
-    on what the drives read. A file none of whose copies is readable is unavailable, named
-    and with its reason as plan recall names its own."""
-
-    readable: frozenset[str]
-    kept: list[pl.DataFrame] = field(default_factory=list)
-    lost: list[pl.DataFrame] = field(default_factory=list)
-
-    def __call__(
-        self, conn: psycopg.Connection, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
-    ) -> pl.DataFrame:
-        copies = read_live_copies(conn, datasets=datasets, volumes=volumes)
-        can = pl.col("media_type").is_in(list(self.readable))
-        self.kept.append(copies.filter(can).select("file_id"))
-        self.lost.append(copies.filter(~can))
-        return copies.filter(can)
-
-    def unavailable(self) -> pl.DataFrame:
-        if not self.lost:
-            return pl.DataFrame(schema=UNAVAILABLE)
-        lost = pl.concat(self.lost, how="vertical_relaxed")
-        kept = pl.concat(self.kept, how="vertical_relaxed") if self.kept else lost.clear()
-        unknown = pl.col("media_type").is_null() | (pl.col("media_type") == "unknown")
-        return (
-            lost.join(kept.select("file_id"), on="file_id", how="anti")
-            .with_columns(
-                pl.when(unknown)
-                .then(pl.lit("unknown media type"))
-                .otherwise(pl.format("no drive reads {}", pl.col("media_type")))
-                .alias("reason")
-            )
-            .group_by("file_id")
-            .agg(
-                pl.col("path").first(),
-                pl.col("size_bytes").first().cast(pl.Int64),
-                pl.col("reason").unique().sort().str.join("; "),
-            )
-            .select(*UNAVAILABLE)
-            .sort("path")
-        )
-
-
 def _options_dict(options: RepackOptions) -> dict[str, Any]:
     return {
         "drives": options.drive_counts,
@@ -187,11 +148,6 @@ def _with_readable_copies(found: pl.DataFrame, copies: pl.DataFrame, column: str
     return found.filter(pl.col("target").is_in(copies[column].unique().implode()))
 
 
-def _frame(conn: psycopg.Connection, query: sql.Composable, names: list[str]) -> pl.DataFrame:
-    rows = fetch(conn, query)
-    return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
-
-
 def _screen_scattered(
     conn: psycopg.Connection,
     options: RepackOptions,
@@ -229,14 +185,14 @@ def _screen_scattered(
         "n_locates",
         "placement_cost_s",
     ]
-    found = _frame(conn, query, names)
+    found = frame(conn, query, names)
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     copies = read(conn, datasets=found["target"].to_list())
     found = _with_readable_copies(found, copies, "dataset")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    freed = _tapes_only_of(conn, copies)
+    freed = tapes_only_of(conn, copies)
     built = []
     for dataset in found["target"].to_list():
         built.append(
@@ -257,7 +213,7 @@ def _screen_scattered(
         pl.col("mean_gap").round(2),
         pl.col("n_locates"),
     )
-    candidates = _dataset_candidates(found, "scattered-dataset", evidence, copies, freed)
+    candidates = dataset_candidates(found, "scattered-dataset", evidence, copies, freed)
     return candidates, scenarios.Scenario.concat(built)
 
 
@@ -284,14 +240,14 @@ def _screen_small_files(
         share=sql.Literal(options.min_small_file_share),
         limit=sql.Literal(options.screened),
     )
-    found = _frame(conn, query, ["target", "files", "bytes", "small_files", "loose"])
+    found = frame(conn, query, ["target", "files", "bytes", "small_files", "loose"])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     copies = read(conn, datasets=found["target"].to_list())
     found = _with_readable_copies(found, copies, "dataset")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    freed = _tapes_only_of(conn, copies)
+    freed = tapes_only_of(conn, copies)
     built = [
         scenarios.containerised(
             _cand("small-files", dataset),
@@ -309,7 +265,7 @@ def _screen_small_files(
         pl.lit(options.small_file_bytes / 1e9),
         pl.col("loose"),
     )
-    candidates = _dataset_candidates(found, "small-files", evidence, copies, freed)
+    candidates = dataset_candidates(found, "small-files", evidence, copies, freed)
     return candidates, scenarios.Scenario.concat(built)
 
 
@@ -326,7 +282,7 @@ def _screen_stray(
            order by stray_copies desc, duplicate_copies desc, volume
            limit {}"""
     ).format(sql.Identifier(MARTS_SCHEMA), sql.Literal(options.screened))
-    found = _frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
+    found = frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
@@ -405,7 +361,7 @@ def _screen_low_occupancy(
         sql.Literal(options.screened),
     )
     names = ["target", "files", "bytes", "capacity_bytes", "occupancy", "state"]
-    found = _frame(conn, query, names)
+    found = frame(conn, query, names)
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
@@ -456,68 +412,6 @@ def _datasets_on(conn: psycopg.Connection, volumes: list[str]) -> list[str]:
         (volumes,),
     )
     return [str(r[0]) for r in rows]
-
-
-def _tapes_only_of(conn: psycopg.Connection, copies: pl.DataFrame) -> pl.DataFrame:
-    """Per (dataset, volume) of `copies`: whether the dataset's copies are all the volume's
-    live copies (repacking the dataset away empties the cartridge)."""
-    volumes = copies["volume"].unique().to_list()
-    rows = fetch(
-        conn,
-        sql.SQL(
-            "select volume, files, capacity_bytes from {}.fct_tape_occupancy where volume = any(%s)"
-        ).format(sql.Identifier(MARTS_SCHEMA)),
-        (volumes,),
-    )
-    totals = pl.DataFrame(
-        rows, schema=["volume", "_files", "_capacity"], orient="row", infer_schema_length=None
-    )
-    return (
-        copies.group_by("dataset", "volume")
-        .agg(pl.len().alias("_mine"))
-        .join(totals, on="volume", how="left")
-        .with_columns((pl.col("_mine") >= pl.col("_files")).alias("_only"))
-    )
-
-
-def _dataset_candidates(
-    found: pl.DataFrame,
-    kind: str,
-    evidence: pl.Expr,
-    copies: pl.DataFrame,
-    freed: pl.DataFrame,
-) -> pl.DataFrame:
-    per_dataset = (
-        freed.group_by("dataset")
-        .agg(
-            pl.col("_only").sum().cast(pl.Float64).alias("tapes_freed"),
-            pl.col("_capacity").filter(pl.col("_only")).sum().alias("capacity_reclaimed_bytes"),
-        )
-        .join(
-            copies.group_by("dataset").agg(pl.col("volume").unique().sort().alias("volumes")),
-            on="dataset",
-            how="left",
-        )
-    )
-    return (
-        found.with_columns(
-            pl.format("{}:{}", pl.lit(kind), pl.col("target")).alias("cand"),
-            pl.lit(kind).alias("kind"),
-            evidence.alias("evidence"),
-        )
-        .join(per_dataset, left_on="target", right_on="dataset", how="left")
-        .select(
-            "cand",
-            "kind",
-            "target",
-            "evidence",
-            "files",
-            "bytes",
-            "tapes_freed",
-            "capacity_reclaimed_bytes",
-            "volumes",
-        )
-    )
 
 
 SCREENS: dict[
