@@ -93,8 +93,9 @@
 {% macro default__more_than_seconds_after(later, earlier, seconds) -%}
     {{ later }} - {{ earlier }} > {{ seconds }} * interval '1 second'
 {%- endmacro %}
+{#- In bigint: 21600 * 1000000 overflows Spark's int. -#}
 {% macro spark__more_than_seconds_after(later, earlier, seconds) -%}
-    unix_micros({{ later }}) - unix_micros({{ earlier }}) > {{ seconds }} * 1000000
+    unix_micros({{ later }}) - unix_micros({{ earlier }}) > cast({{ seconds }} as bigint) * 1000000
 {%- endmacro %}
 
 {#- The UTC day an instant falls in, as an instant (midnight UTC). -#}
