@@ -142,7 +142,7 @@ def tapes_query(by: str, f: ReportFilter) -> tuple[str, list]:
     where, params = _where(f, "last_written_at")
     if by == "dataset":
         return (
-            f"select dataset, files::bigint as files, tapes_used::bigint as tapes_used,"
+            f"select dataset, files::bigint as live_files, tapes_used::bigint as tapes_used,"
             f" tapes_needed::bigint as tapes_needed, extra_mounts::bigint as extra_mounts,"
             f" mean_gap::float8 as mean_gap, size_bytes::bigint as size_bytes,"
             f" main_tapes::bigint as main_tapes, duplicate_copies::bigint as duplicate_copies,"
@@ -169,7 +169,7 @@ def occupancy_query(by: str, f: ReportFilter) -> tuple[str, list]:
     if by == "tape":
         return (
             f"select volume, media_type, state, capacity_bytes::bigint as capacity_bytes,"
-            f" files::bigint as files, live_bytes::bigint as live_bytes,"
+            f" files::bigint as copies, live_bytes::bigint as live_bytes,"
             f" duplicate_bytes::bigint as duplicate_bytes,"
             f" occupancy::float8 as occupancy, n_datasets::bigint as datasets,"
             f" small_file_share::float8 as small_file_share,"
@@ -329,9 +329,9 @@ COUNT_COLUMN: dict[tuple[str, str], str] = {
     ("duplicates", "file"): "copies",
     ("duplicates", "dataset"): "duplicated_files",
     ("duplicates", "tape"): "duplicated_files",
-    ("tapes", "dataset"): "files",
+    ("tapes", "dataset"): "live_files",
     ("tapes", "type"): "datasets",
-    ("occupancy", "tape"): "files",
+    ("occupancy", "tape"): "copies",
     ("occupancy", "media"): "tapes",
     ("rates", "gap"): "reads",
     ("rates", "type"): "reads",

@@ -77,7 +77,7 @@ def test_min_files_sort_and_limit_apply_in_that_order(marts: str) -> None:
     every = list(
         csv.DictReader(io.StringIO(report(marts, "tapes", "--by", "dataset", "--format", "csv")))
     )
-    floor = sorted(int(r["files"]) for r in every)[len(every) // 2]
+    floor = sorted(int(r["live_files"]) for r in every)[len(every) // 2]
     picked = list(
         csv.DictReader(
             io.StringIO(
@@ -99,10 +99,10 @@ def test_min_files_sort_and_limit_apply_in_that_order(marts: str) -> None:
             )
         )
     )
-    kept = [r for r in every if int(r["files"]) >= floor]
+    kept = [r for r in every if int(r["live_files"]) >= floor]
     best = sorted(kept, key=lambda r: -float(r["mean_gap"] or "-inf"))[:3]
     assert [r["dataset"] for r in picked] == [r["dataset"] for r in best]
-    assert all(int(r["files"]) >= floor for r in picked)
+    assert all(int(r["live_files"]) >= floor for r in picked)
 
 
 @pytest.mark.slow
@@ -120,9 +120,9 @@ def test_every_grouping_names_its_count_and_sorting_by_a_wrong_column_is_refused
 
 def test_columns_pick_and_order_in_every_format_and_wide_shows_all(marts: str) -> None:
     csv_out = report(
-        marts, "tapes", "--by", "dataset", "--format", "csv", "--columns", "files,dataset"
+        marts, "tapes", "--by", "dataset", "--format", "csv", "--columns", "live_files,dataset"
     )
-    assert csv_out.splitlines()[0] == "files,dataset"
+    assert csv_out.splitlines()[0] == "live_files,dataset"
     narrow = report(marts, "tapes", "--by", "dataset")
     wide = report(marts, "tapes", "--by", "dataset", "--wide")
     assert all(len(line) <= 120 for line in narrow.splitlines())
@@ -165,3 +165,30 @@ def test_gaps_by_dataset_and_tape_rank_by_the_stored_placement_cost(marts: str) 
     tapes = csv.DictReader(io.StringIO(report(marts, "gaps", "--by", "tape", "--format", "csv")))
     for row in tapes:
         assert float(row["placement_cost_s"]) == pytest.approx(per_tape.get(row["volume"], 0.0))
+
+
+def test_counts_are_named_for_what_they_count(marts: str) -> None:
+    """`report tapes --by dataset` counts each file once (live_files: its first live copy) and
+    `report occupancy --by tape` counts every live copy on the volume (copies)."""
+    tapes = csv.DictReader(
+        io.StringIO(report(marts, "tapes", "--by", "dataset", "--format", "csv"))
+    )
+    occupancy = csv.DictReader(
+        io.StringIO(report(marts, "occupancy", "--by", "tape", "--format", "csv"))
+    )
+    with psycopg.connect(marts) as conn:
+        live_files = dict(
+            conn.execute(
+                "select dataset, count(distinct file_id) from tapelens.tape_files"
+                " where removed_at is null group by dataset"
+            ).fetchall()
+        )
+        copies = dict(
+            conn.execute(
+                "select volume, count(*) from tapelens.tape_files where removed_at is null"
+                " group by volume"
+            ).fetchall()
+        )
+    assert {r["dataset"]: int(r["live_files"]) for r in tapes} == live_files
+    shown = {r["volume"]: int(r["copies"]) for r in occupancy}
+    assert shown and all(shown[v] == copies.get(v, 0) for v in shown)
