@@ -17,7 +17,7 @@ from tapelens.analysis.recall.schedule.read_order import ORDERS
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
 from tapelens.frames import sorted_and_cut
-from tapelens.ingest.migrations import available, migrate, schema_version
+from tapelens.ingest.migrations import applied_versions, available, migrate
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
 from tapelens.server import Server, server_for, start
@@ -82,7 +82,7 @@ class App:
         # A server left running by an older tapelens has an older schema: the embedded database
         # is tapelens's own, so it is brought up to date here as it is when it starts.
         with connection(dsn, autocommit=True) as conn:
-            if schema_version(conn) < available()[-1].version:
+            if applied_versions(conn) != {m.version for m in available()}:
                 click.echo(f"tapelens: migrating the embedded server in {server.home}", err=True)
                 migrate(conn, dsn)
         return dsn
