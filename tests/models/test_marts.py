@@ -14,6 +14,9 @@ from tapelens.dbt_runs import BuildSummary, build
 from tests.fixtures import tiny_site as sample
 from tests.fixtures.marts import reset, rows
 
+# The module builds the dbt project on its site first: a long build, left to `make test`.
+pytestmark = pytest.mark.slow
+
 MARTS = {
     "fct_file_gaps",
     "fct_dataset_tape_gaps",

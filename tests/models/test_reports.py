@@ -19,6 +19,9 @@ from tapelens.errors import DatabaseError, InputError
 from tests.fixtures.dashboard_site import insert_site
 from tests.fixtures.marts import MODELS_ONLY, reset
 
+# The module builds the dbt project on its site first: a long build, left to `make test`.
+pytestmark = pytest.mark.slow
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
