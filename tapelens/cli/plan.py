@@ -274,12 +274,12 @@ def policies_cmd(
             conn, asked, note=lambda line: click.echo(f"tapelens: {line}", err=True)
         )
     compared = compare_policies(asked, catalog, params, options, chosen, readers)
-    if compared.table["files"].sum() == 0:
+    if compared.table["files_read"].sum() == 0:
         raise InputError("nothing to recall: no requested file has a readable copy on these drives")
     beside = Path(output) if output else None
     refuse_left_out(compared.not_found, compared.unavailable, beside, "-o FILE")
     frame = compared.served if by_requester else compared.table
-    emit(frame, fmt, output, keep=("makespan_s", "mounts", "fairness", "files"))
+    emit(frame, fmt, output, keep=("makespan_s", "mounts", "fairness", "files_read"))
 
 
 @plan.command("compare")

@@ -28,7 +28,7 @@ COMPARISON_COLUMNS = (
     "last_requester_done_s",
     "rate_mb_s",
     "requesters",
-    "files",
+    "files_read",
 )
 
 
@@ -91,7 +91,7 @@ def compare_policies(
                 "last_requester_done_s": done.max() if who.height else None,
                 "rate_mb_s": plan.summary["rate_mb_s"],
                 "requesters": who.height,
-                "files": plan.summary["files"],
+                "files_read": plan.summary["files"],
             }
         )
         served.append(plan.requesters.select(pl.lit(policy).alias("policy"), pl.all()))
@@ -107,7 +107,7 @@ def compare_policies(
             "last_requester_done_s": pl.Float64,
             "rate_mb_s": pl.Float64,
             "requesters": pl.Int64,
-            "files": pl.Int64,
+            "files_read": pl.Int64,
         },
     )
     return Comparison(

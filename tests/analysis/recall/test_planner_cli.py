@@ -294,7 +294,7 @@ def test_plan_policies_compares_the_same_request_under_each_policy(
     assert result.exception is None, result.exception
     table = pl.read_csv(io.StringIO(result.stdout))
     assert table["policy"].to_list() == ["fifo", "by-demand", "time-slider", "equal", "group"]
-    assert set(table["files"]) == {11} and set(table["requesters"]) == {2}
+    assert set(table["files_read"]) == {11} and set(table["requesters"]) == {2}
     assert table["fairness"].is_between(0.5, 1.0).all()
     result = runner.invoke(cli, [*base, "--policy", "equal", "--requesters", "--format", "csv"])
     assert result.exception is None, result.exception
@@ -404,7 +404,7 @@ def test_what_a_plan_leaves_out_is_counted_and_named_on_stderr(site: str, tmp_pa
     lost = pl.read_csv(tmp_path / "policies.unavailable.csv")
     assert lost.select("path", "reason").rows() == [("/store/Z/z0", "tape disabled")]
     assert f"(tape disabled: 1): {tmp_path / 'policies.unavailable.csv'}" in written.stderr
-    assert pl.read_csv(out)["files"].to_list() == [10]
+    assert pl.read_csv(out)["files_read"].to_list() == [10]
 
 
 @pytest.mark.parametrize("name", ["plan.json", "plan.parquet"])

@@ -47,7 +47,7 @@ def test_a_late_small_request_is_served_sooner_under_fair_sharing() -> None:
     assert compared.not_found.height == 0 and compared.unavailable.height == 0
     assert table.columns == list(COMPARISON_COLUMNS)
     assert table["policy"].to_list() == list(chosen)
-    assert table["files"].to_list() == [121, 121] and table["requesters"].to_list() == [2, 2]
+    assert table["files_read"].to_list() == [121, 121] and table["requesters"].to_list() == [2, 2]
     done = {(p, r): t for p, r, t in served.select("policy", "requester", "completion_s").rows()}
     assert done[("equal", "analyst")] < done[("fifo", "analyst")]
     fifo, equal = (
