@@ -14,14 +14,16 @@ from tapelens.settings import BY_NAME, ENGINES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_MASTER = "local[*]"
+# The defaults are the settings table's, so that README, --help and the engine never disagree.
+DEFAULT_ENGINE = BY_NAME["engine"].default
+DEFAULT_MASTER = BY_NAME["spark_master"].default
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     """Which engine holds the canonical tables, and for Spark its master and warehouse."""
 
-    engine: str = "postgres"
+    engine: str = DEFAULT_ENGINE
     spark_master: str = DEFAULT_MASTER
     spark_warehouse: str = ""  # empty: <home>/spark
 
@@ -52,7 +54,7 @@ def engine_options(fn: F) -> F:
         (
             "--engine",
             "engine",
-            {"type": click.Choice(ENGINES), "default": "postgres", "show_default": True},
+            {"type": click.Choice(ENGINES), "default": DEFAULT_ENGINE, "show_default": True},
         ),
     ):
         fn = click.option(
@@ -75,7 +77,7 @@ def current_engine() -> EngineSettings:
         given = {**ctx.meta.get(META, {}), **given}
         ctx = ctx.parent
     return EngineSettings(
-        engine=given.get("engine", "postgres"),
+        engine=given.get("engine", DEFAULT_ENGINE),
         spark_master=given.get("spark_master", DEFAULT_MASTER),
         spark_warehouse=given.get("spark_warehouse", ""),
     )
