@@ -1,15 +1,19 @@
-"""What the families advice reads from the database: the written files' hint groups, the recall
-campaigns of the history, and the site's write stream and recall setup."""
+"""The families advice and the database: what it reads (the written files' hint groups, the recall
+campaigns of the history, the site's write stream and recall setup) and where it is kept (the
+last advice of each pool, migration 026, which the Write placement dashboard shows)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 import polars as pl
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
-from tapelens.analysis.families.advice import Advice, AdviceOptions, Progress, advise
+from tapelens.analysis.families.advice import TABLE_SCHEMA, Advice, AdviceOptions, Progress, advise
+from tapelens.analysis.families.export import named
 from tapelens.analysis.whatif.families import LEVELS
 from tapelens.analysis.whatif.replay import WhatIfParams
 from tapelens.analysis.whatif.store import (
@@ -19,8 +23,9 @@ from tapelens.analysis.whatif.store import (
     write_stream,
 )
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.errors import InputError
-from tapelens.frames import copy_frame
+from tapelens.errors import DatabaseError, InputError
+from tapelens.frames import copy_frame, one_line
+from tapelens.ingest.load.copy_text import column_list, copy_text
 
 # Reads of one requester belong to one campaign while each starts within this many seconds of
 # the one before: the default of fct_hint_recall_groups (var recall_campaign_gap_s).
@@ -122,3 +127,109 @@ def advise_from_catalog(
     present = set(copies["media_type"].unique().drop_nulls().to_list())
     recall = recall_setup(conn, options.drives, present | {m for m, _ in params.media})
     return advise(copies, stream, campaigns, recall, params, options.advice, say)
+
+
+# Where the advice is kept (migration 026): per pool the options of its last advice, its table
+# and its families.
+RUNS = sql.Identifier("tapelens", "family_advice_runs")
+TABLE = sql.Identifier("tapelens", "family_advice")
+FAMILIES = sql.Identifier("tapelens", "advised_families")
+FAMILY_SCHEMA: dict[str, pl.DataType] = {
+    "pool": pl.String(),
+    "family": pl.String(),
+    "name": pl.String(),
+    "hint_level": pl.Int64(),
+    "hint_group": pl.String(),
+    "files": pl.Int64(),
+    "bytes": pl.Int64(),
+    "tapes": pl.Int64(),
+}
+_FAMILY_LEVEL = r"^(\d+): "
+
+
+def store_advice(
+    conn: psycopg.Connection, advice: Advice, params: WhatIfParams, options: SiteAdviceOptions
+) -> list[str]:
+    """Keep the advice as the last of its pools, in one transaction: the previous advice of
+    these pools is replaced, other pools' is left alone. The pools stored. Commits."""
+    pools = sorted(str(p) for p in advice.table["pool"].unique().to_list())
+    run = (
+        list(options.advice.levels),
+        params.write_drives,
+        options.advice.open_families,
+        options.advice.min_family_bytes,
+        params.window_s,
+        params.batch_bytes,
+        _moment(options.since_s),
+        _moment(options.until_s),
+        None if options.drives is None else Jsonb(dict(sorted(options.drives.items()))),
+    )
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(sql.SQL("delete from {} where pool = any(%s)").format(RUNS), [pools])
+            cur.executemany(
+                sql.SQL(
+                    "insert into {} (pool, levels, write_drives, open_families,"
+                    " min_family_bytes, sort_window_s, batch_bytes, written_since,"
+                    " written_until, recall_drives)"
+                    " values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                ).format(RUNS),
+                [(pool, *run) for pool in pools],
+            )
+            for table, rows in (
+                (TABLE, advice.table.select(list(TABLE_SCHEMA))),
+                (FAMILIES, family_rows(advice.families)),
+            ):
+                copying = sql.SQL("copy {} ({}) from stdin").format(
+                    table, column_list(rows.columns)
+                )
+                with cur.copy(copying) as copy:
+                    copy.write(copy_text(rows))
+        conn.commit()
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    return pools
+
+
+def family_rows(families: pl.DataFrame) -> pl.DataFrame:
+    """The advised families as they are kept: each with the name the exports give it, its own
+    hint level and the hint values it takes in (a family may be of a broader level than its
+    pool's advice, where a group was too small to fill tapes of its own)."""
+    level = pl.col("family").str.extract(_FAMILY_LEVEL, 1).cast(pl.Int64)
+    return named(families).select(
+        "pool",
+        "family",
+        "name",
+        level.alias("hint_level"),
+        pl.when(level.is_not_null())
+        .then(pl.col("family").str.replace(_FAMILY_LEVEL, ""))
+        .alias("hint_group"),
+        "files",
+        "bytes",
+        "tapes",
+    )
+
+
+def stored_advice(conn: psycopg.Connection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The advice kept: its table (TABLE_SCHEMA) and its families (FAMILY_SCHEMA), every pool's
+    last, in pool and placement (family) order."""
+    table = copy_frame(conn, _select(TABLE, TABLE_SCHEMA, "pool, level nulls first"), TABLE_SCHEMA)
+    families = copy_frame(conn, _select(FAMILIES, FAMILY_SCHEMA, "pool, family"), FAMILY_SCHEMA)
+    return table, families
+
+
+def _select(table: sql.Identifier, schema: dict[str, pl.DataType], order: str) -> sql.Composed:
+    # COPY writes a boolean as t or f, which Polars does not read as one: as text, true or false.
+    columns = [
+        sql.SQL("{name}::text as {name}" if kind == pl.Boolean() else "{name}").format(
+            name=sql.Identifier(name)
+        )
+        for name, kind in schema.items()
+    ]
+    return sql.SQL("select {} from {} order by {}").format(
+        sql.SQL(", ").join(columns), table, sql.SQL(order)
+    )
+
+
+def _moment(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)

@@ -11,7 +11,11 @@ import polars as pl
 
 from tapelens.analysis.families.advice import RECORDED, AdviceOptions, levels_of
 from tapelens.analysis.families.export import SYSTEMS, write_exports
-from tapelens.analysis.families.store import SiteAdviceOptions, advise_from_catalog
+from tapelens.analysis.families.store import (
+    SiteAdviceOptions,
+    advise_from_catalog,
+    store_advice,
+)
 from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.families import DEFAULT_MIN_FAMILY_BYTES
 from tapelens.analysis.whatif.replay import WhatIfParams
@@ -80,6 +84,13 @@ DECIDES = {
 )
 @export_dir_option
 @click.option(
+    "--store/--no-store",
+    default=True,
+    show_default=True,
+    help="Keep the advice in the database as each pool's last (the Write placement dashboard"
+    " shows it), replacing the pool's previous one.",
+)
+@click.option(
     "--tsm-node",
     default="DCACHE",
     show_default=True,
@@ -102,6 +113,7 @@ def families(
     by: str,
     exports: tuple[str, ...],
     export_dir: str | None,
+    store: bool,
     tsm_node: str,
     sort: str | None,
     desc: bool,
@@ -116,9 +128,10 @@ def families(
     placement, the recorded one too, is priced the same way: tapes per dataset, mean gap, and
     the history's recall campaigns recalled from it by the recall engine (mounts, drive hours
     and elapsed hours). Per pool the advised level is the one with the fewest recall hours;
-    write_mounts and partly_filled_tapes are what it costs. --export writes the advised
-    families for Spectrum Protect, CTA, HPSS or dCache's HSM script. Needs hints (`ingest
-    hints`), the marts and transfers with reads.
+    write_mounts and partly_filled_tapes are what it costs. The advice is kept in the database
+    as each pool's last (--no-store: printed only), for the Write placement dashboard. --export
+    writes the advised families for Spectrum Protect, CTA, HPSS or dCache's HSM script. Needs
+    hints (`ingest hints`), the marts and transfers with reads.
 
     \b
     Example:
@@ -145,6 +158,9 @@ def families(
         drives = drives_or_inventory(conn, drives_spec)
         options = SiteAdviceOptions(advice, _epoch(since), _epoch(until), drives)
         result = advise_from_catalog(conn, params, options, say)
+        if store:
+            pools = store_advice(conn, result, params, options)
+            click.echo(f"kept the advice of {len(pools)} pool(s): {', '.join(pools)}", err=True)
     for line in summary(result.table):
         click.echo(line, err=True)
     if exports and export_dir:
