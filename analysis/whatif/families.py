@@ -21,6 +21,7 @@ tapes left partly filled (a family's last tape, a tape closed by a media change)
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,46 +155,78 @@ def place_families(
     open_per_pool: np.ndarray,
     window_s: float,
     batch_bytes: int | None,
+    cut: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Write order of the files (indices into the arrays), the open tape slot of each file,
-    the migration of each file and the time each migration ran."""
-    batch, ran_s = ww.migrations(a.arrived_s, a.size, window_s, batch_bytes)
+    the migration of each file and the time each migration ran (`cut`: the migrations and
+    their times when already cut, ww.migrations of the same window)."""
+    batch, ran_s = cut or ww.migrations(a.arrived_s, a.size, window_s, batch_bytes)
     n = a.size.shape[0]
-    order = np.lexsort((a.path_rank, family, batch, a.pool))
+    order = _argsort_keys([a.pool, batch, family], a.path_rank)
     key_p, key_b, key_f = a.pool[order], batch[order], family[order]
     new = np.ones(n, dtype=bool)
     new[1:] = (key_p[1:] != key_p[:-1]) | (key_b[1:] != key_b[:-1]) | (key_f[1:] != key_f[:-1])
     heads = np.flatnonzero(new)
-    chunk_slot_list = [0] * heads.size
-    # Per pool: which family holds each slot (None: free; a family code may be negative), and
-    # the chunk that last wrote to it.
-    holder: dict[int, list[int | None]] = {}
-    last: dict[int, list[int]] = {}
-    slot_of: dict[tuple[int, int], int] = {}
-    # Plain lists: numpy scalar access costs more than the loop's own work.
-    chunk_pool, chunk_family = key_p[heads].tolist(), key_f[heads].tolist()
-    for c, (pool, fam) in enumerate(zip(chunk_pool, chunk_family, strict=True)):
-        slots = holder.setdefault(pool, [None] * int(open_per_pool[pool]))
-        used = last.setdefault(pool, [-1] * len(slots))
-        k = slot_of.get((pool, fam), -1)
-        if k < 0 or slots[k] != fam:
-            k = min(range(len(slots)), key=lambda s: (slots[s] is not None, used[s], s))
-            gone = slots[k]
-            if gone is not None:
-                slot_of.pop((pool, gone), None)
-            slots[k] = fam
-            slot_of[(pool, fam)] = k
-        used[k] = c
-        chunk_slot_list[c] = k
-    chunk_slot = np.asarray(chunk_slot_list, dtype=np.int64)
+    chunk_slot = _lru_slots(key_p[heads], key_f[heads], open_per_pool)
     slot_sorted = chunk_slot[np.cumsum(new) - 1]
     slot: np.ndarray = np.empty(n, dtype=np.int64)
     slot[order] = slot_sorted
     # Write order: per pool and slot, the migrations in turn, each family's files together.
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
-    write_order = np.lexsort((rank, slot, a.pool))
+    write_order = _argsort_keys([a.pool, slot], rank)
     return write_order, slot, batch, ran_s
+
+
+def _argsort_keys(keys: list[np.ndarray], last: np.ndarray) -> np.ndarray:
+    """The order of np.lexsort((last, *reversed(keys))) for integer keys, `last` distinct
+    values 0..n-1: one sort of a single int64 key when the keys fit in one, else lexsort."""
+    n = last.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    combined = np.zeros(n, dtype=np.int64)
+    span = 1
+    for key in keys:
+        low, high = int(key.min()), int(key.max())
+        width = high - low + 1
+        span *= width
+        if span * n >= 1 << 62:
+            return np.lexsort((last, *reversed(keys)))
+        combined = combined * width + (key - low)
+    # Distinct values: any sort gives the one order, the fastest will do.
+    return np.argsort(combined * n + last)
+
+
+def _lru_slots(
+    chunk_pool: np.ndarray, chunk_family: np.ndarray, open_per_pool: np.ndarray
+) -> np.ndarray:
+    """The open tape slot of each chunk (a family's files of one migration, in write order):
+    the family's slot while it holds one, else a free slot (lowest first), else the slot of
+    the pool's least recently written family."""
+    slot = np.zeros(chunk_pool.shape[0], dtype=np.int64)
+    for pool in np.unique(chunk_pool).tolist():
+        if int(open_per_pool[pool]) <= 1:
+            continue  # one open tape: every chunk writes to slot 0
+        mine = np.flatnonzero(chunk_pool == pool)
+        slot[mine] = _lru_pool(chunk_family[mine].tolist(), int(open_per_pool[pool]))
+    return slot
+
+
+def _lru_pool(families: list[int], n_slots: int) -> list[int]:
+    """The slots of one pool's chunks: an LRU cache of n_slots families. Slots are never freed,
+    so while some are free the next one is the count of families held; once all are held the
+    least recently written family gives up its slot."""
+    held: OrderedDict[int, int] = OrderedDict()  # family -> slot, least recently written first
+    out = [0] * len(families)
+    for c, fam in enumerate(families):
+        k = held.get(fam)
+        if k is None:
+            k = len(held) if len(held) < n_slots else held.popitem(last=False)[1]
+            held[fam] = k
+        else:
+            held.move_to_end(fam)
+        out[c] = k
+    return out
 
 
 def write_cost(
