@@ -28,12 +28,15 @@ from tapelens.analysis.whatif.families import (
     family_codes,
 )
 from tapelens.analysis.whatif.replay import (
+    FamilyReplay,
+    HintStream,
     WhatIfParams,
     drives_per_pool,
+    placed_families,
     prepare_hints,
-    replay_families,
+    replay_family_arrays,
 )
-from tapelens.analysis.whatif.stats import RecallSetup, summarise
+from tapelens.analysis.whatif.stats import RecallSetup, ordered_gap_figures, summarise
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME as MEDIA
 
@@ -130,10 +133,11 @@ def advise(
     say = progress or (lambda _m: None)
     if stream.height == 0:
         raise InputError("no written files to advise on")
-    pools = sorted(stream["pool"].cast(pl.String).fill_null("all").unique().to_list())
-    pool_bytes = np.array(
-        [stream.filter(pl.col("pool") == p)["size_bytes"].sum() for p in pools], dtype=float
-    )
+    prepared = prepare_hints(stream)
+    a = prepared.arrivals
+    pools = prepared.pools
+    # Integer sums: a pool's bytes pass 2**53 on a large site.
+    pool_bytes = np.array([float(a.size[a.pool == k].sum()) for k in range(len(pools))])
     open_per_pool = drives_per_pool(
         replace(params, write_drives=options.open_families, drives_by_pool=()), pools, pool_bytes
     )
@@ -141,23 +145,25 @@ def advise(
     pool_of = stream.select("file_id", pl.col("pool").cast(pl.String))
     rows: list[dict[str, object]] = []
     say(f"pricing the recorded placement ({copies.height:,} copies)")
-    recorded = copies.join(pool_of, on="file_id", how="inner")
+    wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
+    recorded = copies.select([c for c in copies.columns if c in wanted and c != "pool"]).join(
+        pool_of, on="file_id", how="inner"
+    )
     rows += _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
-    placed_by_level: dict[int, pl.DataFrame] = {}
-    prepared = prepare_hints(stream)
-    sizes = prepared.arrivals.size.astype(np.float64)
+    del recorded
+    stream_figures = _StreamFigures.of(prepared, campaigns)
+    replayed_by_level: dict[int, FamilyReplay] = {}
     families_of: dict[int, np.ndarray] = {}
+    sizes = a.size.astype(np.float64)
     for level in options.levels:
         policy = FamilyPolicy(level, open_map, options.min_family_bytes)
-        codes = family_codes(
-            prepared.groups, prepared.arrivals.pool, sizes, level, options.min_family_bytes
-        )
+        codes = family_codes(prepared.groups, a.pool, sizes, level, options.min_family_bytes)
         # A level that names no group of its own (few senders name level 4, KIT only level
         # 3) gives every file the family of a level already replayed: the same placement.
         same = next((k for k, c in families_of.items() if np.array_equal(c, codes)), None)
         if same is not None:
             say(f"hint level {level} makes the families of level {same}: the same placement")
-            placed_by_level[level] = placed_by_level[same]
+            replayed_by_level[level] = replayed_by_level[same]
             rows += [
                 {**row, "placement": f"level {level}", "level": level}
                 for row in rows
@@ -166,21 +172,154 @@ def advise(
             continue
         families_of[level] = codes
         say(f"replaying the writes collocated by hint level {level}")
-        placed, cost = replay_families(prepared, params, policy)
-        placed_by_level[level] = placed
-        rows += _figures(
-            placed, campaigns, recall, pools, f"level {level}", level, dict(open_map), cost.frame
+        replayed = replay_family_arrays(prepared, params, policy)
+        replayed_by_level[level] = replayed
+        rows += _replay_figures(
+            prepared,
+            replayed,
+            stream_figures,
+            _RecallInputs(campaigns, recall, params),
+            f"level {level}",
+            level,
+            dict(open_map),
         )
     table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
     advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
         "pool", "level"
     )
+    # Only the advised pools' files are named (families, volumes), in the stream's order.
     parts = [
-        placed_by_level[int(level)].filter(pl.col("pool") == pool)
+        placed_families(
+            prepared,
+            params,
+            replayed_by_level[int(level)],
+            np.flatnonzero(a.pool == pools.index(pool)),
+        )
         for pool, level in advised.iter_rows()
     ]
     placement = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
     return Advice(table, _families(placement, advised), placement)
+
+
+@dataclass(frozen=True)
+class _RecallInputs:
+    """What the recalls of a placement read besides it."""
+
+    campaigns: pl.DataFrame
+    recall: RecallSetup
+    params: WhatIfParams
+
+
+@dataclass(frozen=True)
+class _StreamFigures:
+    """What every replay of one stream shares: per pool its files and datasets, and the
+    stream's rows that the campaigns read."""
+
+    files: np.ndarray  # distinct file ids per pool
+    datasets: np.ndarray  # distinct datasets per pool
+    campaign_rows: np.ndarray  # ascending rows of the prepared stream
+
+    @staticmethod
+    def of(prepared: HintStream, campaigns: pl.DataFrame) -> _StreamFigures:
+        a, n_pools = prepared.arrivals, len(prepared.pools)
+        per_pool = (
+            pl.DataFrame({"pool": a.pool, "dataset": a.dataset})
+            .with_columns(prepared.frame["file_id"])
+            .group_by("pool")
+            .agg(pl.col("file_id").n_unique().alias("files"), pl.col("dataset").n_unique())
+        )
+        files, datasets = np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64)
+        index = per_pool["pool"].to_numpy()
+        files[index] = per_pool["files"].to_numpy()
+        datasets[index] = per_pool["dataset"].to_numpy()
+        read = prepared.frame["file_id"].is_in(campaigns["file_id"].implode())
+        return _StreamFigures(files, datasets, np.flatnonzero(read.to_numpy()))
+
+
+def _replay_figures(
+    prepared: HintStream,
+    replayed: FamilyReplay,
+    shared: _StreamFigures,
+    inputs: _RecallInputs,
+    name: str,
+    level: int,
+    open_map: dict[str, int],
+) -> list[dict[str, object]]:
+    """The table rows of a replayed placement, from the replay's arrays: the figures _figures
+    takes of a placed frame, with only the campaigns' files named for the recall engine."""
+    a, obj, pools = prepared.arrivals, replayed.obj, prepared.pools
+    n_pools = len(pools)
+    file_tape = obj.obj_tape[obj.file_obj]
+    # Tapes and families each belong to one pool (a family code is of a pool's group, or its
+    # rest), so a pool's count is that of the distinct ones its files name.
+    tape_pool = np.full(obj.tape_media.shape[0], -1, dtype=np.int64)
+    tape_pool[file_tape] = a.pool
+    tapes = np.bincount(tape_pool[tape_pool >= 0], minlength=n_pools)
+    low = int(replayed.family.min())
+    family_pool = np.full(int(replayed.family.max()) - low + 1, -1, dtype=np.int64)
+    family_pool[replayed.family - low] = a.pool
+    families = np.bincount(family_pool[family_pool >= 0], minlength=n_pools)
+    tapes_per_dataset, mean_gap = _replay_gaps(prepared, replayed, file_tape, shared.datasets)
+    read = placed_families(prepared, inputs.params, replayed, shared.campaign_rows)
+    wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
+    read = read.select([c for c in read.columns if c in wanted])
+    read_by_pool = read.partition_by("pool", as_dict=True, include_key=False)
+    cost = replayed.cost.frame
+    rows: list[dict[str, object]] = []
+    for k, pool in enumerate(pools):
+        if shared.files[k] == 0 and tapes[k] == 0:
+            continue
+        mounts, hours, elapsed, n_campaigns = _recalls(
+            read_by_pool.get((pool,), read.clear().drop("pool")),
+            inputs.campaigns,
+            inputs.recall,
+        )
+        mine_cost = cost.filter(pl.col("pool") == pool)
+        rows.append(
+            {
+                "pool": pool,
+                "placement": name,
+                "level": level,
+                "advised": False,
+                "families": int(families[k]),
+                "open_families": open_map.get(pool),
+                "files": int(shared.files[k]),
+                "tapes": int(tapes[k]),
+                "tapes_per_dataset": _number(tapes_per_dataset[k]),
+                "mean_gap": _number(mean_gap[k]),
+                "campaigns": n_campaigns,
+                "recall_mounts": mounts,
+                "recall_hours": hours,
+                "recall_elapsed_hours": elapsed,
+                "write_mounts": int(mine_cost["write_mounts"][0]),
+                "partly_filled_tapes": int(mine_cost["partly_filled_tapes"][0]),
+            }
+        )
+    return rows
+
+
+def _replay_gaps(
+    prepared: HintStream, replayed: FamilyReplay, file_tape: np.ndarray, datasets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gap figures per pool of a replay: its files in write order lie on each tape in position
+    (and offset) order, so one stable sort by tape and dataset puts them in gap order."""
+    a, obj = prepared.arrivals, replayed.obj
+    order = replayed.write_order
+    width = int(a.dataset.max()) + 1
+    key = file_tape[order] * width + a.dataset[order]
+    at = order[np.argsort(key, kind="stable")]
+    return ordered_gap_figures(
+        a.pool[at],
+        file_tape[at],
+        a.dataset[at],
+        obj.obj_pos[obj.file_obj[at]],
+        obj.file_member[at] > 0,
+        datasets,
+    )
+
+
+def _number(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
 
 
 def _figures(
@@ -252,9 +391,52 @@ def _figures(
 
 def _gap_figures(placed: pl.DataFrame, pools: list[str]) -> dict[str, tuple[float | None, ...]]:
     """Per pool the mean tapes per dataset and the mean counted gap, as `whatif placement`
-    measures them (stats.summarise) of the pool's copies alone: one pass over every pool,
-    each pool a dataset type of its own, a dataset and a volume taken as integer codes (a
-    dataset qualified by its pool, so two pools' datasets of one name stay apart)."""
+    measures them (stats.summarise) of the pool's copies alone: one pass over every pool, a
+    dataset and a volume taken as integer codes (a dataset qualified by its pool, so two
+    pools' datasets of one name stay apart), one sort of the codes into gap order."""
+    pool_rank = (
+        pl.col("pool")
+        .cast(pl.String)
+        .replace_strict(pools, list(range(len(pools))), default=None, return_dtype=pl.Int64)
+    )
+    dataset_code = pl.col("dataset").cast(pl.Categorical).to_physical().cast(pl.Int64)
+    offset = pl.col("offset_bytes") if "offset_bytes" in placed else pl.lit(None, pl.Int64)
+    aggregate = pl.col("aggregate_id") if "aggregate_id" in placed else pl.lit(None, pl.String)
+    coded = placed.select(
+        pool_rank.alias("pool"),
+        (pool_rank * (1 << 32) + dataset_code).alias("dataset"),
+        pl.col("volume").cast(pl.Categorical).to_physical().cast(pl.Int64),
+        pl.col("position").cast(pl.Int64),
+        offset.alias("offset_bytes"),
+        (offset.is_not_null() | aggregate.is_not_null()).alias("member"),
+    )
+    if coded.select("pool", "dataset", "volume", "position").null_count().sum_horizontal()[0]:
+        return _gap_figures_of_frame(placed, pools)
+    datasets = np.zeros(len(pools), dtype=np.int64)
+    per_pool = coded.group_by("pool").agg(pl.col("dataset").n_unique())
+    datasets[per_pool["pool"].to_numpy()] = per_pool["dataset"].to_numpy()
+    ordered = coded.sort("volume", "dataset", "position", "offset_bytes", nulls_last=False)
+    column = {c: ordered[c].to_numpy() for c in ("pool", "volume", "dataset", "position")}
+    tapes_per_dataset, mean_gap = ordered_gap_figures(
+        column["pool"],
+        column["volume"],
+        column["dataset"],
+        column["position"],
+        ordered["member"].to_numpy(),
+        datasets,
+    )
+    return {
+        pool: (_number(tapes_per_dataset[k]), _number(mean_gap[k])) for k, pool in enumerate(pools)
+    }
+
+
+def _gap_figures_of_frame(
+    placed: pl.DataFrame, pools: list[str]
+) -> dict[str, tuple[float | None, ...]]:
+    """Per pool the mean tapes per dataset and the mean counted gap through stats.summarise
+    itself, for copies lacking a pool, dataset, volume or position among them: each pool a
+    dataset type of its own, a dataset and a volume taken as integer codes (a dataset
+    qualified by its pool, so two pools' datasets of one name stay apart)."""
     pool_code = (
         pl.col("pool")
         .cast(pl.String)

@@ -22,7 +22,7 @@ analysis/whatif/write.py; the statistics in analysis/whatif/stats.py. Pure: fram
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -372,6 +372,18 @@ class HintStream:
     arrivals: ww.Arrivals
     pools: list[str]
     groups: HintGroups
+    # The migrations of each (sort window, batch bytes): the same at every level.
+    cuts: dict[tuple[float, int | None], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def migrations(self, params: WhatIfParams) -> tuple[np.ndarray, np.ndarray]:
+        """The migration of every file and the time each ran, cut once per window."""
+        key = (params.window_s, params.batch_bytes)
+        if key not in self.cuts:
+            a = self.arrivals
+            self.cuts[key] = ww.migrations(a.arrived_s, a.size, params.window_s, params.batch_bytes)
+        return self.cuts[key]
 
 
 def prepare_hints(stream: pl.DataFrame) -> HintStream:
@@ -385,14 +397,22 @@ def prepare_hints(stream: pl.DataFrame) -> HintStream:
     return HintStream(frame, a, pools, hint_groups(frame, "_pool"))
 
 
-def replay_families(
-    stream: pl.DataFrame | HintStream, params: WhatIfParams, policy: FamilyPolicy
-) -> tuple[pl.DataFrame, WriteCost]:
-    """Where each file of the write stream lands when written by tape family (the policy
-    collocate-by-hint): the placed stream as replay() returns it, with its `family`, and the
-    write cost per pool. `stream` as for replay(), with pool and group_0..group_4 (null where
-    a file has no hint at that level), or prepared by prepare_hints for several replays."""
-    hs = stream if isinstance(stream, HintStream) else prepare_hints(stream)
+@dataclass(frozen=True)
+class FamilyReplay:
+    """A replay by tape family as arrays over the prepared stream's files (arrival order):
+    each file's family code, where it went, the files in write order, and the write cost."""
+
+    family: np.ndarray
+    obj: ww.Objects
+    write_order: np.ndarray
+    cost: WriteCost
+
+
+def replay_family_arrays(
+    hs: HintStream, params: WhatIfParams, policy: FamilyPolicy
+) -> FamilyReplay:
+    """The replay of replay_families, kept as arrays: nothing is named (families, volumes)
+    until a frame of it is asked for (placed_families)."""
     a, pools = hs.arrivals, hs.pools
     code = family_codes(
         hs.groups, a.pool, a.size.astype(np.float64), policy.level, policy.min_family_bytes
@@ -400,7 +420,7 @@ def replay_families(
     given = dict(policy.open_families)
     open_per_pool = np.array([max(int(given.get(p, 1)), 1) for p in pools], dtype=np.int64)
     order, slot, batch, ran_s = place_families(
-        a, code, open_per_pool, params.window_s, params.batch_bytes
+        a, code, open_per_pool, params.window_s, params.batch_bytes, hs.migrations(params)
     )
     n = hs.frame.height
     o_pool, o_slot, o_batch, o_fam = a.pool[order], slot[order], batch[order], code[order]
@@ -419,8 +439,39 @@ def replay_families(
     obj_batch[obj.file_obj] = batch
     obj_size = np.bincount(obj.file_obj, weights=a.size, minlength=n_obj).astype(np.int64)
     cost = write_cost(pools, obj, obj_pool, obj_batch, obj_size, _capacities(params))
-    frame = hs.frame.with_columns(family_names(hs.groups, code))
-    return _placed(frame, params, obj), cost
+    return FamilyReplay(code, obj, order, cost)
+
+
+def placed_families(
+    hs: HintStream, params: WhatIfParams, replayed: FamilyReplay, rows: np.ndarray | None = None
+) -> pl.DataFrame:
+    """The placed stream of a replay by family, as replay_families returns it: every file, or
+    the files at `rows` (ascending indices in the stream's order)."""
+    family = replayed.family if rows is None else replayed.family[rows]
+    frame = hs.frame if rows is None else hs.frame[rows]
+    named = frame.with_columns(family_names(hs.groups, family))
+    if rows is None:
+        return _placed(named, params, replayed.obj)
+    obj = replace(
+        replayed.obj,
+        file_obj=replayed.obj.file_obj[rows],
+        file_member=replayed.obj.file_member[rows],
+        file_offset=replayed.obj.file_offset[rows],
+        file_time_s=replayed.obj.file_time_s[rows],
+    )
+    return _placed(named, params, obj)
+
+
+def replay_families(
+    stream: pl.DataFrame | HintStream, params: WhatIfParams, policy: FamilyPolicy
+) -> tuple[pl.DataFrame, WriteCost]:
+    """Where each file of the write stream lands when written by tape family (the policy
+    collocate-by-hint): the placed stream as replay() returns it, with its `family`, and the
+    write cost per pool. `stream` as for replay(), with pool and group_0..group_4 (null where
+    a file has no hint at that level), or prepared by prepare_hints for several replays."""
+    hs = stream if isinstance(stream, HintStream) else prepare_hints(stream)
+    replayed = replay_family_arrays(hs, params, policy)
+    return placed_families(hs, params, replayed), replayed.cost
 
 
 def compare(

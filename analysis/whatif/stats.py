@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from tapelens.analysis.recall.datasets.prediction import choose_copies, recall_per_dataset
@@ -176,3 +177,33 @@ def summarise(
         {"before": 0, "after": 1, ALL_PERIODS: 2}, return_dtype=pl.Int8
     )
     return out.sort(order, "dataset_type", period_order)
+
+
+def ordered_gap_figures(
+    group: np.ndarray,
+    volume: np.ndarray,
+    dataset: np.ndarray,
+    position: np.ndarray,
+    member: np.ndarray,
+    datasets: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (e.g. pool) the mean tapes per dataset and the mean counted gap, as summarise
+    measures them, of copies given as integer arrays already in gap order (by volume, dataset,
+    position, then offset with the unaggregated first): no sort, so a replay that knows its
+    files' order on tape pays none. `member`: offset or aggregate id set; `datasets`: the
+    datasets of each group (a dataset code names one dataset within its group). NaN where a
+    group has no dataset or no counted gap."""
+    n_groups = datasets.shape[0]
+    same = np.zeros(volume.shape[0], dtype=bool)
+    same[1:] = (volume[1:] == volume[:-1]) & (dataset[1:] == dataset[:-1])
+    posdiff = np.zeros(volume.shape[0], dtype=np.int64)
+    posdiff[1:] = position[1:] - position[:-1]
+    # posdiff 0 is an aggregate member too, as file_gaps classes it.
+    counted = same & ~member & (posdiff != 0) & (posdiff < LOCATE_POSDIFF)
+    n = np.bincount(group[counted], minlength=n_groups)
+    total = np.bincount(group[counted], weights=posdiff[counted], minlength=n_groups)
+    pairs = np.bincount(group[~same], minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tapes_per_dataset = np.where(datasets > 0, pairs / np.maximum(datasets, 1), np.nan)
+        mean_gap = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+    return tapes_per_dataset, mean_gap
