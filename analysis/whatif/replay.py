@@ -147,10 +147,26 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
         arrived_s=frame["_t"].to_numpy().astype(np.float64),
         size=frame["size_bytes"].cast(pl.Int64).to_numpy(),
         pool=frame["_pool"].replace_strict(pools, range(len(pools))).to_numpy().astype(np.int64),
-        dataset=frame["dataset"].rank("dense").to_numpy().astype(np.int64) - 1,
+        dataset=dense_rank(frame["dataset"]),
         path_rank=path_rank,
     )
     return frame.drop("_dir", "_name", "_rank"), arrivals, pools
+
+
+def dense_rank(values: pl.Series) -> np.ndarray:
+    """The 0-based dense rank of each value (Series.rank("dense") - 1) of a column without
+    nulls, through its categorical codes: only the distinct values are sorted."""
+    codes = values.cast(pl.Categorical).to_physical().cast(pl.Int64)
+    distinct = (
+        pl.DataFrame({"code": codes, "value": values})
+        .unique("code")
+        .sort("value")
+        .with_row_index("rank")
+    )
+    held = distinct["code"].to_numpy()
+    lookup = np.zeros(int(held.max(initial=0)) + 1, dtype=np.int64)
+    lookup[held] = distinct["rank"].to_numpy()
+    return lookup[codes.to_numpy()]
 
 
 def drives_per_pool(params: WhatIfParams, pools: list[str], pool_bytes: np.ndarray) -> np.ndarray:

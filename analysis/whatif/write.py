@@ -209,7 +209,7 @@ def drive_streams(
     """Tapes of objects given in write order per (pool, drive): (tape of each object, media of
     each tape). Objects are grouped by drive keeping their order."""
     n = obj_size.shape[0]
-    order = np.lexsort((np.arange(n), drive, pool))
+    order = stable_order(pool * (int(drive.max(initial=0)) + 1) + drive)
     p, d, media = pool[order], drive[order], obj_media[order]
     sizes = obj_size[order]
     new_stream = np.ones(n, dtype=bool)
@@ -231,3 +231,11 @@ def drive_streams(
     tape_media = np.zeros(tapes_before, dtype=np.int64)
     tape_media[tape] = obj_media
     return tape, tape_media
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """np.argsort(key, kind="stable") of non-negative integer keys: as 16-bit integers (a
+    radix sort, one pass) when they fit, as they do for pools times drives."""
+    if key.shape[0] and int(key.max()) < 1 << 15:
+        return np.argsort(key.astype(np.int16), kind="stable")
+    return np.argsort(key, kind="stable")
