@@ -1,8 +1,19 @@
 """Site scale benchmark: one catalog of N copies through the whole pipeline on one embedded
-server, every step a child process of the real CLI, timed with its peak RSS.
+server, or on Spark in local mode, every step a child process of the real CLI, timed with its
+peak RSS.
 
     .venv/bin/python bench/bench_scale.py --copies 10000000 --workdir /tmp/scale-10m
     .venv/bin/python bench/bench_scale.py --copies 1000000 --steps write,first,full,disk
+    .venv/bin/python bench/bench_scale.py --copies 1000000 --engine both
+
+--engine postgres (the default) runs on a fresh database of the embedded server; spark runs the
+same commands with TAPELENS_ENGINE=spark on a warehouse under --workdir (Delta tables, Spark at
+--spark-master), first `db migrate` and a `db status` on the empty warehouse, whose time is the
+session's start-up that every Spark command pays; both runs PostgreSQL then Spark on the same
+generated files and adds a table of the two with the Spark/PostgreSQL ratio of each step. On
+Spark the peak RSS is the command's whole process tree (its Python and the JVM it starts), the
+size after a step the warehouse directory's, and a step that fails there is shown as not on
+Spark yet, with the last line of its error, and the run goes on.
 
 Steps (--steps, default all, in this order; a step needs those before it):
 
@@ -16,10 +27,11 @@ Steps (--steps, default all, in this order; a step needs those before it):
   newer        `tapelens ingest catalog` of the newer dump over the first
   incremental  `tapelens marts build` (incremental marts recompute the changed volumes)
   gaps         `tapelens report gaps --by type`, wall of the whole command, best of 3
-  duplicates   `tapelens report duplicates --by dataset`, best of 3
+               (--report-runs)
+  duplicates   `tapelens report duplicates --by dataset`, best of 3 (--report-runs)
   plan         `tapelens plan recall` of 1M requested paths (plain text) from the database
   disk         bytes of the catalog hypertable (heap, indexes, TOAST), each dbt schema and
-               the whole database, per 100M copies
+               the whole database, per 100M copies; on Spark each Delta table's directory
 
 The catalog is synthetic but shaped as a site's (see `catalog_chunk`): 5,000 tape objects a
 volume, 10% of positions in aggregates, three datasets written interleaved per 600 files, 0.5%
@@ -31,11 +43,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +81,8 @@ GONE, RESIZED, ADDED = 0.004, 0.003, 0.003
 DUPLICATE_EVERY = 200  # one plain file in this many has a second copy
 REPORT_RUNS = 3
 MB = 2**20
+ENGINES = ("postgres", "spark")
+WRITES = ("write", "newer-write")  # steps that make the files, once for both engines
 
 
 def _mix(i: np.ndarray, seed: int) -> np.ndarray:
@@ -300,6 +315,26 @@ class FreeDisk:
         self.least = min(self.least, self.now())
 
 
+class LoadAverage:
+    """The machine's 1-minute load average every 10 s while an engine's run goes on: the
+    cores are shared, and the figures are only as good as the share the run had."""
+
+    def __init__(self) -> None:
+        self.samples = [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(10):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+
 class OutOfDisk(Exception):
     """Free space fell under the floor kept for others: the run stops before the next step."""
 
@@ -314,6 +349,7 @@ class Step:
     note: str = ""
     database_bytes: int | None = None  # after the step
     peak_disk_bytes: int | None = None  # free space the step took at its peak
+    failed: bool = False  # the command failed (on Spark: not there yet); note says why
 
     def row(self) -> str:
         rate = f"{self.rows / self.seconds:,.0f}" if self.rows and self.seconds > 0 else "-"
@@ -324,6 +360,72 @@ class Step:
             f"| {self.name} | {self.what} | {self.seconds:.2f} | {rate} | {rss} | {db} |"
             f" {peak} | {self.note} |"
         )
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where a run's commands work: the bench database, or Delta tables on Spark."""
+
+    name: str  # "postgres" or "spark"
+    home: Path
+    env: dict[str, str] = field(default_factory=dict)
+    warehouse: Path | None = None
+
+    @property
+    def spark(self) -> bool:
+        return self.name == "spark"
+
+    def stored_bytes(self, dsn: str) -> int:
+        """What the engine keeps on disk now: the database, or the warehouse directory."""
+        if self.warehouse is not None:
+            return tree_bytes(self.warehouse)
+        return _count(dsn, "select pg_database_size(current_database())")
+
+    def peak_rss_mb(self, result: Timed) -> float:
+        """The figure a step reports: on Spark the process tree's (the JVM is a child of the
+        CLI), on PostgreSQL the CLI's alone, as before (the server is not in either)."""
+        return result.tree_rss_mb if self.spark else result.peak_rss_mb
+
+
+def spark_engine(work: Path, master: str) -> Engine:
+    """Spark in local mode on a warehouse of its own under the work directory."""
+    warehouse = work / "spark-warehouse"
+    env = {
+        "TAPELENS_ENGINE": "spark",
+        "TAPELENS_SPARK_MASTER": master,
+        "TAPELENS_SPARK_WAREHOUSE": str(warehouse),
+    }
+    return Engine("spark", work / "home-spark", env, warehouse)
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under a directory (as allocated; 0 when it does not exist)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue  # a file Spark removed while walked
+    return total
+
+
+def warehouse_disk(warehouse: Path) -> dict[str, int]:
+    """Bytes of each Delta table's directory (schema.table), the metastore and the whole."""
+    sizes: dict[str, int] = {}
+    tables = warehouse / "tables"
+    for schema in sorted(tables.glob("*.db")) if tables.exists() else []:
+        for table in sorted(p for p in schema.iterdir() if p.is_dir()):
+            sizes[f"{schema.name.removesuffix('.db')}.{table.name}"] = tree_bytes(table)
+    sizes["metastore (Derby)"] = tree_bytes(warehouse / "metastore_db")
+    sizes["warehouse"] = tree_bytes(warehouse)
+    return sizes
+
+
+def error_line(stderr: str) -> str:
+    """The last line the failed command said (its error, or an exception's last line)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(nothing on stderr)"
 
 
 def _count(dsn: str, query: str) -> int:
@@ -371,10 +473,19 @@ def disk(dsn: str) -> dict[str, int]:
     return sizes
 
 
-def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, int]) -> None:
-    """Run args.steps in order, appending to `steps`; the disk sizes go into `sizes`."""
+def run(
+    args: argparse.Namespace,
+    dsn: str,
+    steps: list[Step],
+    sizes: dict[str, int],
+    engine: Engine,
+    todo: list[str],
+    copies: dict[str, int],
+) -> None:
+    """Run the steps `todo` in order on `engine`, appending to `steps`; the disk sizes go into
+    `sizes`. Live copies counted on PostgreSQL go into `copies` by step, for Spark's rates."""
     work: Path = args.workdir
-    home = work / "home"
+    home = engine.home
     catalog = work / "ls-P.txt.zst"
     newer = work / "ls-P-newer.txt.zst"
     requests = work / "requests.txt"
@@ -384,30 +495,67 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
     models_only = ["--exclude", "resource_type:test", "--exclude", "resource_type:unit_test"]
     live = "select count(*) from tapelens.tape_files where removed_at is null"
 
-    def timed(name: str, what: str, argv: list[str], rows: int | None = None) -> Timed:
+    def go(argv: list[str]) -> Timed:
+        # On Spark a failing command is a finding, not the end of the run.
+        return measure(argv, env=engine.env, check=not engine.spark)
+
+    def failed(result: Timed) -> bool:
+        if result.returncode == 0:
+            return False
+        steps[-1].failed = True
+        steps[-1].note = f"not on Spark yet: {error_line(result.stderr)}"
+        print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
+        return True
+
+    def timed(name: str, what: str, argv: list[str], rows: int | None = None) -> Timed | None:
+        """The step's command run once; None when it failed on Spark (its step says why)."""
         free = shutil.disk_usage(work).free
         if free < args.min_free_gb * 1e9:
             raise OutOfDisk(
                 f"before {name}: {free / 1e9:.1f} GB free, under the {args.min_free_gb:g} GB kept"
             )
-        print(f"{name}: {' '.join(argv[4:])}", file=sys.stderr, flush=True)
+        print(f"{name} ({engine.name}): {' '.join(argv[5:])}", file=sys.stderr, flush=True)
         with FreeDisk(work) as disk_free:
-            result = measure(argv)
-        steps.append(Step(name, what, result.seconds, rows, result.peak_rss_mb))
+            result = go(argv)
+        steps.append(Step(name, what, result.seconds, rows, engine.peak_rss_mb(result)))
         steps[-1].peak_disk_bytes = free - disk_free.least
-        steps[-1].database_bytes = _count(dsn, "select pg_database_size(current_database())")
+        steps[-1].database_bytes = engine.stored_bytes(dsn)
+        if failed(result):
+            return None
         print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
         return result
 
     def best(name: str, what: str, argv: list[str]) -> None:
-        print(f"{name}: {' '.join(argv[4:])} (best of {REPORT_RUNS})", file=sys.stderr)
-        runs = [measure(argv) for _ in range(REPORT_RUNS)]
+        print(
+            f"{name} ({engine.name}): {' '.join(argv[5:])} (best of {args.report_runs})",
+            file=sys.stderr,
+        )
+        runs = [go(argv)]
+        steps.append(Step(name, what, runs[0].seconds, None, engine.peak_rss_mb(runs[0])))
+        if failed(runs[0]):
+            return
+        runs += [go(argv) for _ in range(args.report_runs - 1)]
         top = min(runs, key=lambda r: r.seconds)
         note = ", ".join(f"{r.seconds:.2f}" for r in runs)
-        steps.append(Step(name, what, top.seconds, None, top.peak_rss_mb, f"runs: {note} s"))
+        steps[-1] = Step(name, what, top.seconds, None, engine.peak_rss_mb(top), f"runs: {note} s")
         print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
 
-    if "write" in args.steps:
+    def live_copies(step: str) -> int | None:
+        """Live copies after a step: counted on PostgreSQL, taken from its run on Spark."""
+        if engine.spark:
+            return copies.get(step)
+        copies[step] = _count(dsn, live)
+        return copies[step]
+
+    if engine.spark and "first" in todo:
+        # The warehouse's tables, then a command that only starts the session and counts
+        # them: the start-up each Spark command below pays before its work.
+        timed("migrate", "`db migrate`", [*base, "db", "migrate"])
+        timed(
+            "start-up", "`db status`, empty warehouse (session start-up)", [*base, "db", "status"]
+        )
+
+    if "write" in todo:
         print(f"write: {catalog}", file=sys.stderr)
         started = time.perf_counter()
         write_tapes(tapes, args.copies)
@@ -415,54 +563,56 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
         note = f"{lines:,} lines, {catalog.stat().st_size / MB:,.0f} MB zstd"
         steps.append(Step("write", "native catalog", time.perf_counter() - started, lines))
         steps[-1].note = note
-    if "first" in args.steps:
+    if "first" in todo:
         volumes = len(tapes.read_text().splitlines()) - 1
-        timed(
+        if timed(
             "tapes",
             "ingest, tape inventory",
             [*base, "ingest", "tapes", "--format", "csv"] + [str(tapes)],
             volumes,
-        )
-        steps[-1].note = f"{volumes:,} volumes"
-        timed("first", "ingest, first load", [*ingest, str(catalog)])
-        rows = _count(dsn, live)
-        steps[-1].rows, steps[-1].note = rows, f"{rows:,} copies"
-    if "full" in args.steps:
+        ):
+            steps[-1].note = f"{volumes:,} volumes"
+        if timed("first", "ingest, first load", [*ingest, str(catalog)]):
+            rows = live_copies("first")
+            steps[-1].rows, steps[-1].note = rows, f"{rows:,} copies" if rows else ""
+    if "full" in todo:
         # The first build in a new home parses the dbt project: done on a staging view alone,
         # so that the figure is a rebuild as a user makes it (models only, dbt tests excluded).
-        measure([*base, "marts", "build", "--select", "stg_tape_files"])
+        go([*base, "marts", "build", "--select", "stg_tape_files"])
         argv = [*base, "marts", "build", "--full-refresh", *models_only]
-        timed("full", "`marts build --full-refresh`", argv)
-        steps[-1].rows = _count(dsn, live)
-    if "newer-write" in args.steps:
+        if timed("full", "`marts build --full-refresh`", argv):
+            steps[-1].rows = live_copies("full")
+    if "newer-write" in todo:
         started = time.perf_counter()
         lines = write_catalog(newer, args.copies, args.seed, True, args.changed_volumes)
         steps.append(Step("newer-write", "newer dump, 1% changed", time.perf_counter() - started))
         steps[-1].rows = lines
         steps[-1].note = f"{lines:,} lines, {newer.stat().st_size / MB:,.0f} MB zstd"
-    if "newer" in args.steps:
-        timed("newer", "ingest, newer dump", [*ingest, str(newer)])
-        rows = _count(dsn, live)
-        steps[-1].rows, steps[-1].note = rows, f"{rows:,} live copies after"
-    if "incremental" in args.steps:
+    if "newer" in todo and timed("newer", "ingest, newer dump", [*ingest, str(newer)]):
+        rows = live_copies("newer")
+        steps[-1].rows = rows
+        steps[-1].note = f"{rows:,} live copies after" if rows else ""
+    if "incremental" in todo:
         timed("incremental", "`marts build`, incremental", [*base, "marts", "build", *models_only])
-    if "gaps" in args.steps:
+    if "gaps" in todo:
         best("gaps", "`report gaps --by type`", [*base, "report", "gaps", "--by", "type"])
-    if "duplicates" in args.steps:
+    if "duplicates" in todo:
         argv = [*base, "report", "duplicates", "--by", "dataset", "--format", "csv"]
         best("duplicates", "`report duplicates --by dataset`", argv)
-    if "plan" in args.steps:
+    if "plan" in todo:
         n = request_paths(requests, args.copies, args.requests, args.seed, args.changed_volumes)
         summary = work / "plan.json"
+        summary.unlink(missing_ok=True)  # the other engine's
         argv = [*base, "plan", "recall", str(requests), "--drives", "LTO8:6,LTO7:4"]
         result = timed(
             "plan", f"`plan recall` of {n:,} paths", [*argv, "--summary", str(summary)], n
         )
         # The command says each of its steps with the seconds since it started: where it goes.
-        said = [ln for ln in result.stderr.splitlines() if ln.startswith("plan recall:")]
+        said = [ln for ln in (result.stderr if result else "").splitlines()]
+        said = [ln for ln in said if ln.startswith("plan recall:")]
         for line in said:
             print(f"  {line}", file=sys.stderr)
-        if summary.exists():
+        if result and summary.exists():
             doc = json.loads(summary.read_text())
             keys = ("files", "tapes", "mounts", "unknown", "missing")
             shown = {k: doc[k] for k in keys if k in doc and not isinstance(doc[k], dict | list)}
@@ -470,8 +620,8 @@ def run(args: argparse.Namespace, dsn: str, steps: list[Step], sizes: dict[str, 
         read = next((ln for ln in said if "from the database" in ln), None)
         if read:
             steps[-1].note += f"; {read.removeprefix('plan recall: ')}"
-    if "disk" in args.steps:
-        sizes.update(disk(dsn))
+    if "disk" in todo:
+        sizes.update(warehouse_disk(engine.warehouse) if engine.warehouse else disk(dsn))
 
 
 def parse_steps(text: str) -> list[str]:
@@ -480,6 +630,59 @@ def parse_steps(text: str) -> list[str]:
     if unknown or not steps:
         raise argparse.ArgumentTypeError(f"steps are a comma-separated list of {','.join(STEPS)}")
     return steps
+
+
+def print_steps(steps: list[Step]) -> None:
+    print(
+        "| step | what | seconds | rows/s | peak RSS, MB | database after, GB"
+        " | disk taken at peak, GB | note |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for step in steps:
+        print(step.row())
+
+
+def print_sizes(sizes: dict[str, int], copies: int) -> None:
+    print("| relation | MB | GB per 100M copies |")
+    print("|---|---:|---:|")
+    for name, value in sizes.items():
+        per = value / copies * 100_000_000 / 1e9
+        print(f"| {name} | {value / MB:,.0f} | {per:,.1f} |")
+
+
+def _cell(step: Step | None) -> str:
+    if step is None:
+        return "-"
+    if step.failed:
+        return f"not on Spark yet: {step.note.removeprefix('not on Spark yet: ')}"
+    parts = [f"{step.seconds:,.1f} s"]
+    if step.peak_rss_mb is not None:
+        parts.append(f"{step.peak_rss_mb:,.0f} MB")
+    if step.database_bytes is not None:
+        parts.append(f"{step.database_bytes / 1e9:.2f} GB after")
+    if step.peak_disk_bytes is not None:
+        parts.append(f"{step.peak_disk_bytes / 1e9:.1f} GB at peak")
+    return ", ".join(parts)
+
+
+def print_both(by_engine: dict[str, list[Step]]) -> None:
+    """One row a step: PostgreSQL's and Spark's time, peak RSS and disk, and the ratio."""
+    pg = {s.name: s for s in by_engine["postgres"]}
+    spark = {s.name: s for s in by_engine["spark"]}
+    names = [s.name for s in by_engine["postgres"] if s.name not in WRITES]
+    names += [n for n in spark if n not in names]
+    print("| step | PostgreSQL | Spark (local mode) | Spark / PostgreSQL, time | RSS |")
+    print("|---|---|---|---:|---:|")
+    for name in names:
+        a, b = pg.get(name), spark.get(name)
+        either = a or b
+        what = either.what if either else name
+        ratio = rss = "-"
+        if a and b and not a.failed and not b.failed and a.seconds > 0:
+            ratio = f"{b.seconds / a.seconds:.2f}"
+            if a.peak_rss_mb and b.peak_rss_mb:
+                rss = f"{b.peak_rss_mb / a.peak_rss_mb:.2f}"
+        print(f"| {what} | {_cell(a)} | {_cell(b)} | {ratio} | {rss} |")
 
 
 def main() -> None:
@@ -494,8 +697,25 @@ def main() -> None:
         help="share of the volumes the newer dump's 1%% of changes fall on (default: all)",
     )
     ap.add_argument("--steps", type=parse_steps, default=list(STEPS))
+    ap.add_argument(
+        "--engine",
+        choices=(*ENGINES, "both"),
+        default="postgres",
+        help="where the commands work; both: PostgreSQL then Spark on the same files",
+    )
+    ap.add_argument(
+        "--report-runs",
+        type=int,
+        default=REPORT_RUNS,
+        help=f"runs of each report, the best kept (default {REPORT_RUNS})",
+    )
+    ap.add_argument("--spark-master", default="local[*]", help="Spark's master (local mode)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tapelens-scale"))
-    ap.add_argument("--keep", action="store_true", help="keep the catalogs written in --workdir")
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the catalogs written and the Spark warehouse in --workdir",
+    )
     ap.add_argument(
         "--min-free-gb",
         type=float,
@@ -506,14 +726,35 @@ def main() -> None:
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    steps: list[Step] = []
-    sizes: dict[str, int] = {}
+    engines = list(ENGINES) if args.engine == "both" else [args.engine]
+    by_engine: dict[str, list[Step]] = {name: [] for name in engines}
+    sizes: dict[str, dict[str, int]] = {name: {} for name in engines}
+    seconds: dict[str, float] = {}
+    copies: dict[str, int] = {}
+    load: dict[str, list[float]] = {name: [] for name in engines}
     stopped = ""
-    with bench_server(args.dsn) as server, fresh_database(server) as dsn:
-        try:
-            run(args, dsn, steps, sizes)
-        except OutOfDisk as exc:
-            stopped = str(exc)
+    spark = spark_engine(args.workdir, args.spark_master)
+    with bench_server(args.dsn) as server:
+        for name in engines:
+            # The files are written once, by the first engine's run.
+            todo = [s for s in args.steps if name == engines[0] or s not in WRITES]
+            begun = time.perf_counter()
+            sampler = LoadAverage()
+            try:
+                if name == "postgres":
+                    with fresh_database(server) as dsn:
+                        engine = Engine("postgres", args.workdir / "home")
+                        run(args, dsn, by_engine[name], sizes[name], engine, todo, copies)
+                else:
+                    if spark.warehouse and "first" in todo:
+                        shutil.rmtree(spark.warehouse, ignore_errors=True)  # an earlier run's
+                    run(args, server, by_engine[name], sizes[name], spark, todo, copies)
+            except OutOfDisk as exc:
+                stopped = f"{name}: {exc}"
+                break
+            finally:
+                seconds[name] = time.perf_counter() - begun
+                load[name] = sampler.stop()
     if not args.keep:
         for name in (
             "tapes.csv",
@@ -523,27 +764,35 @@ def main() -> None:
             "plan.json",
         ):
             (args.workdir / name).unlink(missing_ok=True)
+        if "spark" in engines and spark.warehouse:
+            shutil.rmtree(spark.warehouse, ignore_errors=True)
     print(f"machine: {machine()}")
     print(f"command: {' '.join(sys.argv)}")
     print(f"whole run: {time.perf_counter() - started:,.0f} s")
+    for name in engines:
+        low, high = min(load[name], default=0), max(load[name], default=0)
+        mean = sum(load[name]) / len(load[name]) if load[name] else 0
+        print(
+            f"{name}: {seconds.get(name, 0):,.0f} s, 1-minute load average"
+            f" {low:.1f}-{high:.1f} (mean {mean:.1f}) on {os.cpu_count()} cores"
+        )
+    if "spark" in engines:
+        print(f"spark: master {args.spark_master}, warehouse {spark.warehouse}")
     if stopped:
         print(f"stopped: {stopped}")
-    print()
-    print(
-        "| step | what | seconds | rows/s | peak RSS, MB | database after, GB"
-        " | disk taken at peak, GB | note |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---|")
-    for step in steps:
-        print(step.row())
-    if sizes:
-        copies = next((s.rows for s in steps if s.name == "first" and s.rows), args.copies)
+    for name in engines:
         print()
-        print("| relation | MB | GB per 100M copies |")
-        print("|---|---:|---:|")
-        for name, value in sizes.items():
-            per = value / copies * 100_000_000 / 1e9
-            print(f"| {name} | {value / MB:,.0f} | {per:,.1f} |")
+        if len(engines) > 1:
+            print(f"{name}:")
+            print()
+        print_steps(by_engine[name])
+        if sizes[name]:
+            first = next((s.rows for s in by_engine[name] if s.name == "first" and s.rows), 0)
+            print()
+            print_sizes(sizes[name], first or copies.get("first") or args.copies)
+    if len(engines) > 1:
+        print()
+        print_both(by_engine)
 
 
 if __name__ == "__main__":

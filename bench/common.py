@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,10 +34,70 @@ class Timed:
     stdout: str
     stderr: str
     cpu_seconds: float = 0.0  # user + system CPU of the child and of every thread it ran
+    # The most the command's whole process tree held at once (sampled every 0.2 s, never less
+    # than peak_rss_mb): a command that starts a JVM (Spark) or other helpers holds theirs too.
+    tree_rss_mb: float = 0.0
+    returncode: int = 0
 
 
-def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
-    """Wall time and peak RSS of one command, isolated in its own measuring process."""
+def _children() -> dict[int, list[int]]:
+    """Every live process's children, from /proc (a process gone while read is left out)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # After the command name (in parentheses, which may hold spaces): state, then ppid.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident bytes of every descendant of `pid` (not of `pid` itself), summed now."""
+    children = _children()
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        todo.extend(children.get(child, []))
+        try:
+            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[21]) * page  # field 24 of /proc/PID/stat: rss in pages
+    return total
+
+
+class TreeRss:
+    """The most resident memory a process's descendants held at once, sampled every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, tree_rss_bytes(self.pid))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def measure(argv: list[str], env: dict[str, str] | None = None, check: bool = True) -> Timed:
+    """Wall time and peak RSS of one command, isolated in its own measuring process.
+
+    A command that fails ends the benchmark (SystemExit with its stderr), unless `check` is
+    False: then its return code is in the result."""
     code = (
         "import json, resource, subprocess, sys, time;"
         "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
@@ -47,17 +108,32 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Timed:
     )
     import json
 
-    res = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, "-c", code, *argv],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
-        check=True,
-    )
-    doc = json.loads(res.stdout)
-    if doc["rc"] != 0:
+    ) as proc:
+        # The measuring process itself is left out: its children are the command's tree.
+        tree = TreeRss(proc.pid)
+        out, err = proc.communicate()
+        tree_peak = tree.stop()
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
+    doc = json.loads(out)
+    if doc["rc"] != 0 and check:
         raise SystemExit(f"{' '.join(argv)} failed ({doc['rc']}):\n{doc['err'][-2000:]}")
-    return Timed(doc["s"], doc["rss"] / 1024, doc["out"], doc["err"], doc["cpu"])
+    rss_mb = doc["rss"] / 1024
+    return Timed(
+        doc["s"],
+        rss_mb,
+        doc["out"],
+        doc["err"],
+        doc["cpu"],
+        max(rss_mb, tree_peak / 2**20),
+        doc["rc"],
+    )
 
 
 def server_cpu_seconds(dsn: str) -> float | None:
