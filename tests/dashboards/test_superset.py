@@ -144,11 +144,7 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.goto(f"{served.url}/login/")
-            page.fill("input#username", ADMIN_USER)
-            page.fill("input#password", str(served.generated_password))
-            page.keyboard.press("Enter")
-            page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            log_in(page, served.url, ADMIN_USER, str(served.generated_password))
             for dashboard in dashboards:
                 page.goto(f"{served.url}/superset/dashboard/{dashboard['slug']}/")
                 shot = SCREENSHOTS / f"{dashboard['slug']}.png"
@@ -177,11 +173,7 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
                 assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
             # The read-only viewer sees the dashboard, with no way to edit it.
             viewer = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-            viewer.goto(f"{served.url}/login/")
-            viewer.fill("input#username", VIEWER_USER)
-            viewer.fill("input#password", str(served.generated_viewer_password))
-            viewer.keyboard.press("Enter")
-            viewer.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            log_in(viewer, served.url, VIEWER_USER, str(served.generated_viewer_password))
             viewer.goto(f"{served.url}/superset/dashboard/drives-and-media/")
             holders = _settled_screenshot(viewer, SCREENSHOTS / "drives-and-media-viewer.png")
             assert holders >= 3
@@ -189,6 +181,15 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
             assert viewer.get_by_text("SQL", exact=True).count() == 0  # no SQL menu
         finally:
             browser.close()
+
+
+def log_in(page: Any, url: str, user: str, password: str) -> None:
+    """Log in to the Superset at url through its login page."""
+    page.goto(f"{url}/login/")
+    page.fill("input#username", user)
+    page.fill("input#password", password)
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda at: "/login" not in at, timeout=60_000)
 
 
 FILTER_VALUES = {

@@ -20,11 +20,9 @@ from tapelens.analysis.families.advice import TABLE_SCHEMA, Advice, AdviceOption
 from tapelens.analysis.families.export import named
 from tapelens.analysis.families.store import SiteAdviceOptions, store_advice, stored_advice
 from tapelens.analysis.whatif.replay import WhatIfParams
-from tapelens.dbt_runs import build
 from tapelens.errors import DatabaseError
-from tapelens.world import generate, site_params
 from tests.fixtures.cli import run
-from tests.fixtures.generated_site import load_site
+from tests.fixtures.generated_site import load_hinted_site
 
 pytestmark = pytest.mark.slow
 
@@ -47,15 +45,7 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(module_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Site:
-    root = tmp_path_factory.mktemp("families-store")
-    generate(root / "site", site_params("bnl", files=FILES, seed=SEED, hints=True))
-    load_site(module_dsn, root / "site", {"tapes", "catalog", "transfers", "hints"})
-    build(
-        module_dsn,
-        select=["+fct_hinted_files"],
-        exclude=["resource_type:test", "resource_type:unit_test"],
-        log_dir=root / "dbt",
-    )
+    load_hinted_site(module_dsn, tmp_path_factory.mktemp("families-store"), FILES, SEED)
     printed = pl.DataFrame(_advise(module_dsn), schema=TABLE_SCHEMA, orient="row")
     families = pl.DataFrame(_advise(module_dsn, "--by", "family", "--no-store"))
     return Site(module_dsn, printed, families)
