@@ -25,7 +25,6 @@ from tapelens.analysis.whatif.store import (
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError, InputError
 from tapelens.frames import copy_frame, one_line
-from tapelens.ingest.load.copy_text import column_list, copy_text
 
 # Reads of one requester belong to one campaign while each starts within this many seconds of
 # the one before: the default of fct_hint_recall_groups (var recall_campaign_gap_s).
@@ -176,15 +175,17 @@ def store_advice(
                 ).format(RUNS),
                 [(pool, *run) for pool in pools],
             )
+            # A few rows per pool and family: plain inserts, in one round trip (pipeline).
             for table, rows in (
                 (TABLE, advice.table.select(list(TABLE_SCHEMA))),
                 (FAMILIES, family_rows(advice.families)),
             ):
-                copying = sql.SQL("copy {} ({}) from stdin").format(
-                    table, column_list(rows.columns)
+                insert = sql.SQL("insert into {} ({}) values ({})").format(
+                    table,
+                    sql.SQL(", ").join(map(sql.Identifier, rows.columns)),
+                    sql.SQL(", ").join([sql.Placeholder()] * rows.width),
                 )
-                with cur.copy(copying) as copy:
-                    copy.write(copy_text(rows))
+                cur.executemany(insert, rows.rows())
         conn.commit()
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
