@@ -168,7 +168,7 @@ def advise(
             continue
         families_of[level] = codes
         say(f"replaying the writes collocated by hint level {level}")
-        replayed = replay_family_arrays(prepared, params, policy)
+        replayed = replay_family_arrays(prepared, params, policy, codes)
         replayed_by_level[level] = replayed
         rows += _replay_figures(
             prepared,

@@ -425,13 +425,18 @@ class FamilyReplay:
 
 
 def replay_family_arrays(
-    hs: HintStream, params: WhatIfParams, policy: FamilyPolicy
+    hs: HintStream, params: WhatIfParams, policy: FamilyPolicy, codes: np.ndarray | None = None
 ) -> FamilyReplay:
     """The replay of replay_families, kept as arrays: nothing is named (families, volumes)
-    until a frame of it is asked for (placed_families)."""
+    until a frame of it is asked for (placed_families). codes: the policy's family codes
+    (family_codes) when the caller has already made them."""
     a, pools = hs.arrivals, hs.pools
-    code = family_codes(
-        hs.groups, a.pool, a.size.astype(np.float64), policy.level, policy.min_family_bytes
+    code = (
+        codes
+        if codes is not None
+        else family_codes(
+            hs.groups, a.pool, a.size.astype(np.float64), policy.level, policy.min_family_bytes
+        )
     )
     given = dict(policy.open_families)
     open_per_pool = np.array([max(int(given.get(p, 1)), 1) for p in pools], dtype=np.int64)
