@@ -198,22 +198,44 @@ def advise(
 
 
 def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
-    """The columns of the copies that the figures read, with the pool of their file in the
-    stream (copies of files not in it left out). Joined on the file ids' 64-bit hashes, then
-    the ids compared: on millions of copies joining numbers costs half what joining strings
-    does, and a collision of two ids' hashes is dropped by the comparison."""
+    """The columns of the copies that the figures read, in the copies' order, with the pool of
+    their file in the stream (copies of files not in it left out). Each copy finds its file
+    by the ids' 64-bit hashes in the stream's sorted hashes, then the ids are compared: on
+    millions of copies a join gathers every string column of the copies again, while this
+    takes only the pool, and leaves the copies as they are when every one is in the stream."""
     wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
-    left = copies.select(
-        [c for c in copies.columns if c in wanted and c != "pool"]
-        + [pl.col("file_id").hash().alias("_hash")]
-    )
+    left = copies.select([c for c in copies.columns if c in wanted and c != "pool"])
+    stream_hash = stream["file_id"].hash().to_numpy()
+    by_hash = np.argsort(stream_hash)
+    sorted_hash = stream_hash[by_hash]
+    if sorted_hash.shape[0] > 1 and bool((sorted_hash[1:] == sorted_hash[:-1]).any()):
+        return _with_pool_joined(left, stream)  # two of the stream's ids share a hash
+    copy_hash = left["file_id"].hash().to_numpy()
+    # Looked up in hash order: a search of sorted keys stays in the cache, a random one not.
+    copy_order = np.argsort(copy_hash)
+    at = np.empty(copy_hash.shape[0], dtype=np.int64)
+    at[copy_order] = np.searchsorted(sorted_hash, copy_hash[copy_order])
+    at = np.minimum(at, max(sorted_hash.shape[0] - 1, 0))
+    row = by_hash[at] if sorted_hash.shape[0] else np.zeros(0, dtype=np.int64)
+    found = sorted_hash[at] == copy_hash if sorted_hash.shape[0] else np.zeros(0, dtype=bool)
+    row_of = pl.Series("_row", row, dtype=pl.UInt64)
+    same = (stream["file_id"].gather(row_of) == left["file_id"]).fill_null(False).to_numpy()
+    keep = found & same
+    pool = stream["pool"].cast(pl.String).gather(row_of)
+    placed = left.with_columns(pool)
+    return placed if bool(keep.all()) else placed.filter(pl.Series(keep))
+
+
+def _with_pool_joined(left: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
+    """_with_pool by a join on the ids' hashes, for a stream in which two ids share one."""
     right = stream.select(
         pl.col("file_id").hash().alias("_hash"),
         pl.col("file_id").alias("_file_id"),
         pl.col("pool").cast(pl.String),
     )
     return (
-        left.join(right, on="_hash", how="inner")
+        left.with_columns(pl.col("file_id").hash().alias("_hash"))
+        .join(right, on="_hash", how="inner", maintain_order="left")
         .filter(pl.col("file_id") == pl.col("_file_id"))
         .drop("_hash", "_file_id")
     )
