@@ -132,14 +132,18 @@ def _run(
     options = ParseOptions(source=source or fmt.source, extra=extra, **option_values)
     engine = current_engine()
     if engine.spark:
-        from tapelens.spark.ingest import ingest_on_spark
+        from tapelens.spark.ingest import Load, ingest_on_spark
 
-        for result in ingest_on_spark(
-            engine, app.home, fmt, list(files), options, rules, partial, guard
-        ):
-            _report(result)
+        load = Load(fmt, list(files), options, rules, partial, guard)
+        _report_hints(ingest_on_spark(engine, app.home, [load], _report))
         return
     _load(app.dsn(), fmt, list(files), options, rules, partial, guard)
+
+
+def _report_hints(counts: dict[str, int]) -> None:
+    """The summary of a hints load: how many records stand in each status."""
+    if counts:
+        click.echo("hints: " + ", ".join(f"{n:,} {s}" for s, n in counts.items()), err=True)
 
 
 def _load(
@@ -218,8 +222,7 @@ def _common(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
                     help="IANA time zone of local times the input prints without an offset "
                     "(e.g. CTA's text tables: Europe/Zurich).",
                 ),
-                # Write hints load on PostgreSQL only (docs/scaling.md).
-                *([engine_options] if kind != "hints" else []),
+                engine_options,
                 click.argument(
                     "files",
                     nargs=-1,
@@ -456,20 +459,27 @@ def hints(
         mapping=columns,
         extra=extra,
     )
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.spark.ingest import Load, ingest_on_spark
+
+        load = Load(fmt_used, list(files), options, DatasetRules())
+        _report_hints(ingest_on_spark(engine, app.home, [load], _report))
+        return
     dsn = app.dsn()
     results = ingest_files(dsn, fmt_used, list(files), options, DatasetRules())
     for result in results:
         _report(result)
     loaded = [r.run_id for r in results if r.status == "loaded" and r.run_id is not None]
     if loaded:
-        counts = hint_statuses(dsn, loaded)
-        click.echo("hints: " + ", ".join(f"{n:,} {s}" for s, n in counts.items()), err=True)
+        _report_hints(hint_statuses(dsn, loaded))
 
 
 @ingest.command("manifest")
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False))
 @click.option("--strict", is_flag=True, help="Stop at the first bad line of any input.")
 @click.option("--allow-shrink", is_flag=True, help="As for `ingest catalog`.")
+@engine_options
 @pass_app
 def manifest(app: App, manifest: str, strict: bool, allow_shrink: bool) -> None:
     """Load every input a manifest.json lists (tapes, catalogs, mounts, transfers, in that order).
@@ -481,11 +491,21 @@ def manifest(app: App, manifest: str, strict: bool, allow_shrink: bool) -> None:
         tapelens demo generate /tmp/site --files 50000 --seed 7
         tapelens ingest manifest /tmp/site/manifest.json
     """
-    dsn = app.dsn()
     guard = ShrinkGuard(allow=allow_shrink)
+    loads = []
     for group in group_dumps(read_manifest(Path(manifest))):
         item = group[0]
         opts = {**item.options, "strict": strict or item.options.get("strict", False)}
         options = ParseOptions(source=item.source or item.format.source, extra=item.extra, **opts)
         paths: list[str | Path] = [i.path for i in group]
-        _load(dsn, item.format, paths, options, DatasetRules(), None, guard)
+        loads.append((item.format, paths, options))
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.spark.ingest import Load, ingest_on_spark
+
+        spark_loads = [Load(f, p, o, DatasetRules(), None, guard) for f, p, o in loads]
+        _report_hints(ingest_on_spark(engine, app.home, spark_loads, _report))
+        return
+    dsn = app.dsn()
+    for fmt, paths, options in loads:
+        _load(dsn, fmt, paths, options, DatasetRules(), None, guard)

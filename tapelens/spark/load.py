@@ -42,24 +42,43 @@ from tapelens.errors import DatabaseError, InputError, ParseError
 from tapelens.ingest import canonical
 from tapelens.ingest.datasets import DatasetRules, with_datasets
 from tapelens.ingest.formats import Format
-from tapelens.ingest.formats.base import LINE_DIGEST, ParseOptions, Reject
-from tapelens.ingest.load.catalog_diff import KEY, row_digests
+from tapelens.ingest.formats.base import LINE_DIGEST, ParseOptions, Reject, aggregate_at
+from tapelens.ingest.load.catalog_diff import KEY, RANKED, row_digests
 from tapelens.ingest.load.guard import ShrinkGuard, check_shrink
 from tapelens.ingest.load.pipeline import checked, file_id_where_not_path
 from tapelens.ingest.load.runs import IngestResult, sha256_of
 from tapelens.media import media_from_barcode
-from tapelens.spark.tables import BUCKET, TABLES, bucket_of, create_tables, table_versions
+from tapelens.spark.after_load import AFTER_LOAD
+from tapelens.spark.tables import (
+    BUCKET,
+    TABLES,
+    bucket_of,
+    create_tables,
+    sql_literal,
+    table_versions,
+)
 
-KINDS = ("catalog", "transfers", "mounts")  # what the Spark loader loads so far
 METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 RUN_TAG = "tapelens-run "
 # What a load may write, so what a killed one may have to roll back.
-WRITTEN = ("tape_files", "transfers", "mounts", "tapes", "ingest_rejects", "ingest_runs")
-# The identity of a record, as the PostgreSQL tables' unique indexes have it (001_core.sql).
+WRITTEN = (
+    "tape_files",
+    "transfers",
+    "mounts",
+    "mount_pieces",
+    "tapes",
+    "write_hints",
+    "ingest_rejects",
+    "ingest_runs",
+)
+# The identity of a record, as the PostgreSQL tables' unique indexes have it (001_core.sql,
+# 022_write_hints.sql).
 KEYS: dict[str, tuple[str, ...]] = {
     "catalog": KEY,
     "transfers": ("source", "direction", "file_id", "path", "started_at"),
     "mounts": ("source", "volume", "mounted_at"),
+    "tapes": ("volume",),
+    "hints": ("source", "file_key", "written_at", "levels_digest"),
 }
 # Keys whose null is one value: a transfer's file id or path the log does not give.
 NULL_IS_EMPTY = ("file_id", "path")
@@ -80,6 +99,18 @@ class _Parsed:
         return min(self.rejects, key=lambda r: r.line_no) if self.rejects else None
 
 
+def refuse_unsupported(fmt: Format) -> None:
+    """InputError naming a format the Spark loader cannot load as the PostgreSQL path does: a
+    kind it has no table for, or a step after the load it has no Spark counterpart of."""
+    if fmt.kind not in canonical.TABLES:
+        raise InputError(f"--format {fmt.name}: the Spark engine does not load {fmt.kind}")
+    if fmt.after_load is not None and fmt.after_load not in AFTER_LOAD:
+        raise InputError(
+            f"--format {fmt.name}: its load pairs records with earlier loads' ({fmt.after_load}),"
+            " which the Spark engine does not do; use --engine postgres"
+        )
+
+
 def load_files(
     spark: SparkSession,
     fmt: Format,
@@ -93,21 +124,7 @@ def load_files(
 
     The files of a whole-catalog dump are one dump, loaded together; any other files load one
     by one. Each load is all or nothing (see the module's docstring)."""
-    if fmt.kind not in KINDS:
-        raise InputError(
-            f"--format {fmt.name}: the Spark engine loads {', '.join(KINDS)} so far; load"
-            f" {fmt.kind} with TAPELENS_ENGINE=postgres"
-        )
-    if fmt.after_load is not None:
-        raise InputError(
-            f"--format {fmt.name}: its load pairs records with earlier loads' in PostgreSQL,"
-            " which the Spark engine does not do yet; use TAPELENS_ENGINE=postgres"
-        )
-    if fmt.listing_ranks:
-        raise InputError(
-            f"--format {fmt.name}: a listing whose positions are ranks keeps each copy's first"
-            " place, which the Spark engine does not do yet; use TAPELENS_ENGINE=postgres"
-        )
+    refuse_unsupported(fmt)
     rules = rules or DatasetRules()
     guard = guard or ShrinkGuard()
     per_volume = fmt.per_volume if partial is None else partial
@@ -155,19 +172,22 @@ def _load_group(
     # A record listed twice keeps its first line, as the PostgreSQL load's `distinct on` and
     # `on conflict do nothing` do.
     dump = dump.unique(subset=list(KEYS[fmt.kind]), keep="first", maintain_order=True)
-    stage = _stage(spark, dump)
     if fmt.kind != "catalog":
+        stage = _stage(spark, dump, fmt.kind)
         [run_id] = _start_runs(spark, fmt, source, files)
         with _tagged(spark, run_id):
             _write_rejects(spark, run_id, parsed[0].rejects)
-            stage = stage.withColumn("ingest_run_id", F.lit(run_id).cast("bigint"))
-            _merge_events(spark, fmt.kind, stage)
+            if fmt.kind == "tapes":
+                _merge_tapes(spark, stage, run_id)
+            else:
+                stage = stage.withColumn("ingest_run_id", F.lit(run_id).cast("bigint"))
+                _merge_events(spark, fmt.kind, stage)
+            if fmt.after_load is not None:
+                AFTER_LOAD[fmt.after_load](spark, source, run_id)
             _finish_runs(spark, [run_id], parsed, None)
         run_ids, removed = [run_id], 0
     else:
-        run_ids, removed = _load_catalog(
-            spark, fmt, files, source, parsed, dump, stage, per_volume, guard
-        )
+        run_ids, removed = _load_catalog(spark, fmt, files, source, parsed, dump, per_volume, guard)
     seconds = time.monotonic() - started
     return [
         IngestResult(
@@ -196,7 +216,6 @@ def _load_catalog(
     source: str,
     parsed: list[_Parsed],
     dump: pl.DataFrame,
-    stage: DataFrame,
     per_volume: bool,
     guard: ShrinkGuard,
 ) -> tuple[list[int], int]:
@@ -204,6 +223,9 @@ def _load_catalog(
     and the copies it retired."""
     volumes = sorted({v for v in dump["volume"].unique().to_list() if v})
     scope = volumes if per_volume else None
+    if fmt.listing_ranks:
+        dump = _placed(spark, dump, source)
+    stage = _stage(spark, dump, "catalog")
     shown_all = ", ".join(shown for shown, _, _ in files)
     removed = _retired_count(spark, stage, source, scope)
     listed = sum(p.listed for p in parsed)
@@ -219,7 +241,7 @@ def _load_catalog(
         for run_id, p in zip(run_ids, parsed, strict=True):
             _write_rejects(spark, run_id, p.rejects)
         stage = stage.withColumn("ingest_run_id", F.lit(run_ids[-1]).cast("bigint"))
-        _merge_catalog(spark, stage, source, run_ids[-1], scope)
+        _merge_catalog(spark, stage, source, run_ids[-1], scope, fmt.listing_ranks)
         register_volumes(spark, volumes, run_ids[-1])
         _finish_runs(spark, run_ids, parsed, scope)
     return run_ids, removed
@@ -263,10 +285,65 @@ def staged_schema(kind: str) -> dict[str, pl.DataType]:
     return {**canonical.SCHEMAS[kind], **extra}
 
 
-def _stage(spark: SparkSession, dump: pl.DataFrame) -> DataFrame:
-    """The dump as a Spark DataFrame (through Arrow), with each copy's volume bucket."""
+def _stage(spark: SparkSession, dump: pl.DataFrame, kind: str) -> DataFrame:
+    """The dump as a Spark DataFrame (through Arrow), with each row's volume bucket where its
+    table is partitioned by it."""
     frame = spark.createDataFrame(dump.to_arrow())
+    if not TABLES[canonical.TABLES[kind]].bucketed:
+        return frame
     return frame.withColumn(BUCKET, bucket_of(F.col("volume")))
+
+
+def _placed(spark: SparkSession, dump: pl.DataFrame, source: str) -> pl.DataFrame:
+    """A listing whose positions are ranks (Format.listing_ranks) with the places the
+    PostgreSQL loader gives it (ingest/load/catalog_diff.py, Known.changed): a stored copy
+    keeps its place (the MERGE leaves it), and a copy new to a volume that this dump lists
+    stored copies of goes after every place the volume's copies ever had (retired ones
+    included), in listing order, the members of one aggregate sharing their place; on a volume
+    none of whose stored copies is listed again, the ranks stand."""
+    if not dump.height:
+        return dump
+    rows = dump.with_row_index("_row")
+    keys = spark.createDataFrame(rows.select("_row", *KEY).to_arrow())
+    live = _live(spark, source, None).select(*KEY)
+    matched = {r[0] for r in keys.join(live, list(KEY), "left_semi").select("_row").collect()}
+    listed = rows.with_columns(pl.col("_row").is_in(list(matched)).alias("_matched"))
+    relisted = listed.filter("_matched")["volume"].unique().to_list()
+    if not relisted:
+        return dump
+    ends = {
+        str(r[0]): int(r[1])
+        for r in spark.table(TABLES["tape_files"].qualified)
+        .where((F.col("source") == source) & F.col("volume").isin(relisted))
+        .groupBy("volume")
+        .agg(F.max("position"))
+        .collect()
+    }
+    new = listed.filter(~pl.col("_matched") & pl.col("volume").is_in(relisted))
+    if not new.height:
+        return dump
+    # A new place wherever the rank changes from the volume's previous new copy.
+    step = (pl.col("position") != pl.col("position").shift(1).over("volume")).fill_null(True)
+    new = new.with_columns(
+        (
+            pl.col("volume").replace_strict(ends, default=0, return_dtype=pl.Int64)
+            + step.cast(pl.Int64).cum_sum().over("volume")
+        ).alias("_place")
+    ).select("_row", "_place")
+    out = rows.join(new, on="_row", how="left", maintain_order="left")
+    moved = pl.col("_place").is_not_null()
+    return (
+        out.with_columns(
+            pl.when(moved).then(pl.col("_place")).otherwise(pl.col("position")).alias("position")
+        )
+        .with_columns(
+            pl.when(moved & pl.col("aggregate_id").is_not_null())
+            .then(aggregate_at(pl.col("volume"), pl.col("position")))
+            .otherwise(pl.col("aggregate_id"))
+            .alias("aggregate_id")
+        )
+        .drop("_row", "_place")
+    )
 
 
 def _live(spark: SparkSession, source: str, volumes: list[str] | None) -> DataFrame:
@@ -287,14 +364,20 @@ def _retired_count(
 
 
 def _merge_catalog(
-    spark: SparkSession, stage: DataFrame, source: str, run_id: int, volumes: list[str] | None
+    spark: SparkSession,
+    stage: DataFrame,
+    source: str,
+    run_id: int,
+    volumes: list[str] | None,
+    keep_places: bool = False,
 ) -> None:
     """One MERGE: new copies inserted, changed ones (another row digest, or retired before)
-    rewritten, copies of the scope the dump no longer lists retired; the rest untouched."""
+    rewritten, copies of the scope the dump no longer lists retired; the rest untouched.
+    `keep_places`: a stored copy keeps its place (positions are listing ranks)."""
     stage.createOrReplaceTempView("tapelens_stage")
     table = TABLES["tape_files"]
     on = " and ".join(f"t.{k} = s.{k}" for k in KEY)
-    values = [c for c in stage.columns if c not in KEY]
+    values = [c for c in stage.columns if c not in KEY and not (keep_places and c in RANKED)]
     # An exact size stays when a dump that prints sizes rounded lists the copy again with a
     # size its rounding allows, as on PostgreSQL (ingest/load/upserts.py).
     exact = (
@@ -311,9 +394,9 @@ def _merge_catalog(
     ins_values = ", ".join(
         "current_timestamp()" if c == "last_seen_at" else f"s.{c}" for c in inserted
     )
-    scope = f"t.source = {_lit(source)} and t.removed_at is null"
+    scope = f"t.source = {sql_literal(source)} and t.removed_at is null"
     if volumes is not None:
-        scope += f" and t.volume in ({', '.join(_lit(v) for v in volumes) or 'null'})"
+        scope += f" and t.volume in ({', '.join(sql_literal(v) for v in volumes) or 'null'})"
     spark.sql(
         f"MERGE INTO {table.qualified} t USING tapelens_stage s ON {on}"
         " WHEN MATCHED AND (t.removed_at is not null or not (t.row_digest <=> s.row_digest))"
@@ -325,10 +408,27 @@ def _merge_catalog(
     )
 
 
+def _merge_tapes(spark: SparkSession, stage: DataFrame, run_id: int) -> None:
+    """An inventory into tapes, as on PostgreSQL (ingest/load/upserts.py): the inventory is the
+    authority on what it states, so a volume it lists takes every value it gives."""
+    table = TABLES["tapes"]
+    stage.withColumns(
+        {"updated_at": F.current_timestamp(), "updated_run_id": F.lit(run_id).cast("bigint")}
+    ).createOrReplaceTempView("tapelens_stage")
+    sets = ", ".join(f"{c} = s.{c}" for c in table.names if c != "volume")
+    names = ", ".join(table.names)
+    values = ", ".join(f"s.{c}" for c in table.names)
+    spark.sql(
+        f"MERGE INTO {table.qualified} t USING tapelens_stage s ON t.volume = s.volume"
+        f" WHEN MATCHED THEN UPDATE SET {sets}"
+        f" WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})"
+    )
+
+
 def _merge_events(spark: SparkSession, kind: str, stage: DataFrame) -> None:
     """A log's records into their table, as on PostgreSQL (ingest/load/upserts.py): a transfer
-    already stored is kept as it is; a mount already stored takes the new record's drive,
-    times, purpose and status."""
+    or a hint record already stored is kept as it is; a mount already stored takes the new
+    record's drive, times, purpose and status."""
     table = TABLES[canonical.TABLES[kind]]
     stage.createOrReplaceTempView("tapelens_stage")
     on = " and ".join(
@@ -383,11 +483,6 @@ def register_volumes(spark: SparkSession, volumes: list[str], run_id: int) -> No
         "updated_at", F.current_timestamp()
     )
     frame.select(*TABLES["tapes"].names).write.format("delta").mode("append").saveAsTable(tapes)
-
-
-def _lit(value: str) -> str:
-    """A Spark SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @contextmanager
@@ -508,7 +603,7 @@ def _finish_runs(
     counts = ", ".join(
         f"({r}, {p.listed}, {len(p.rejects)})" for r, p in zip(run_ids, parsed, strict=True)
     )
-    vols = "null" if volumes is None else f"array({', '.join(_lit(v) for v in volumes)})"
+    vols = "null" if volumes is None else f"array({', '.join(sql_literal(v) for v in volumes)})"
     spark.sql(
         f"MERGE INTO {TABLES['ingest_runs'].qualified} t"
         f" USING (SELECT * FROM VALUES {counts} AS c(run_id, n_rows, n_rejects)) c"

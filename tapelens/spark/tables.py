@@ -37,6 +37,11 @@ def bucket_sql(volume: str = "volume") -> str:
     return f"cast(pmod(xxhash64({volume}), {BUCKETS}) as int)"
 
 
+def sql_literal(value: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def spark_type(dtype: pl.DataType) -> str:
     """The Spark SQL type of a canonical Polars dtype (times are UTC instants: TIMESTAMP)."""
     if dtype == pl.String():
@@ -125,6 +130,18 @@ TABLES: dict[str, Table] = {
                 ("updated_at", "TIMESTAMP"),
                 ("updated_run_id", "BIGINT"),
             ),
+        ),
+        Table(
+            "mount_pieces",
+            (
+                ("source", "STRING"),
+                ("volume", "STRING"),
+                ("kind", "STRING"),
+                ("at", "TIMESTAMP"),
+                ("drive", "STRING"),
+                ("ingest_run_id", "BIGINT"),
+            ),
+            comment="A piece of a mount (a request, a dismount) waiting for the rest of it",
         ),
         Table("write_hints", (*_canonical("hints"), *_LOADED_BY)),
         Table(

@@ -323,6 +323,164 @@ def test_a_logs_records_are_those_the_postgres_path_loads(
     assert (again.status, again.run_id) == ("unchanged", on_spark.run_id)
 
 
+# The inputs of the formats beyond the catalog listings whose positions are places and the logs
+# whose records stand alone, each with the readers' fixture written from the program that prints
+# it (its source cited in docs/formats/): Spectrum Protect's `select * from contents` with the
+# archives table and `query content` (docs/formats/tsm.md: IBM's dsmadmc output as documented
+# there), CTA's `cta-admin tape ls` (cern-cta/CTA tools/CtaAdminTextFormatter.cpp), Spectrum
+# Protect's volumes, Enstore's `enstore vol --vols` (Enstore-org/enstore
+# src/volume_clerk_client.py), an inventory CSV (docs/formats/inventories.md), HPSS PVL logs
+# rotated mid-mount (maesker/RoboticTapeLibrary src/TraceAnalyser/anydb_inspector.py,
+# docs/formats/hpss-pvl.md) and the WLCG hint exports (rucio/rucio
+# lib/rucio/transfertool/fts3_plugins.py, cern-fts/fts3 src/db/mysql/MySqlAPI.cpp,
+# docs/formats/wlcg-hints.md). Most hold a bad line the reader refuses.
+CATALOG_DATA = ROOT / "tests" / "data" / "catalog"
+LOGS = ROOT / "tests" / "data" / "logs"
+HINTS = ROOT / "tests" / "data" / "hints"
+LISTED = {"listed_at": "2024-03-01T00:00:00Z"}
+PVL = [LOGS / "pvl-rotated" / f"pvl.log-2013010{d}" for d in (7, 5, 6)]  # any order
+INPUTS: dict[str, tuple[str, str, list[Path], dict[str, str]]] = {
+    "tsm-contents": (
+        "catalog",
+        "tsm-contents",
+        [CATALOG_DATA / "contents.csv"],
+        {"archives": str(CATALOG_DATA / "archives.csv")},
+    ),
+    "tsm-qcontent": ("catalog", "tsm-qcontent", [CATALOG_DATA / "VTS104L7.qcontent.txt"], LISTED),
+    "hpss-pvl": ("mounts", "hpss-pvl", PVL, {}),
+    "tapes-csv": ("tapes", "csv", [CATALOG_DATA / "tapes.csv"], {}),
+    "cta-tape-ls": ("tapes", "cta-tape-ls", [CATALOG_DATA / "inventory-cta-tape-ls.txt"], {}),
+    "tsm-volumes": ("tapes", "tsm-volumes", [CATALOG_DATA / "inventory-tsm-volumes.txt"], {}),
+    "enstore-vols": ("tapes", "enstore-vols", [CATALOG_DATA / "enstore-vols.txt"], {}),
+    "fts-files": ("hints", "fts-files", [HINTS / "fts-t_file.tsv"], {}),
+    "hints-csv": ("hints", "csv", [HINTS / "storage-archive-metadata.csv"], {}),
+    "kit": ("hints", "kit", [HINTS / "kit-attributes.csv"], {}),
+}
+# The formats whose fixture holds a line its reader refuses: one at least of each family.
+REFUSED = {"tsm-contents", "tapes-csv", "tsm-volumes", "fts-files"}
+# What a table's rows are compared on: every column both engines store of a record.
+STORED: dict[str, list[str]] = {
+    "catalog": COMPARED,
+    "mounts": list(canonical.MOUNTS),
+    "tapes": list(canonical.TAPES),
+    "hints": list(canonical.WRITE_HINTS),
+}
+
+
+def stored_rows(spark: SparkSession, dsn: str, kind: str, where: str, value: str) -> tuple:
+    """The rows of a kind's table where a column has a value, from both engines, in one form."""
+    cols = STORED[kind]
+    table = canonical.TABLES[kind]
+    times = {c for c, t in canonical.SCHEMAS[kind].items() if t == canonical.UTC_TIME} | (
+        TIMES & set(cols)
+    )
+    frame = spark.table(TABLES[table].qualified).where(F.col(where) == value)
+    on_spark = frame.select(
+        *(F.date_format(c, STAMP).alias(c) if c in times else F.col(c) for c in cols)
+    ).collect()
+    with psycopg.connect(dsn) as conn:
+        pg = conn.execute(
+            f"select {', '.join(cols)} from tapelens.{table} where {where} = %s", [value]
+        ).fetchall()
+    at = {i for i, c in enumerate(cols) if c in times}
+    on_pg = [
+        tuple(
+            v.astimezone(UTC).strftime(PY_STAMP) if i in at and v is not None else v
+            for i, v in enumerate(r)
+        )
+        for r in pg
+    ]
+    return sorted(map(tuple, on_spark), key=repr), sorted(on_pg, key=repr)
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_every_format_loads_as_on_postgres_and_again_unchanged(
+    spark: SparkSession, dsn: str, name: str
+) -> None:
+    kind, fmt_name, files, extra = INPUTS[name]
+    fmt = lookup(kind, fmt_name)
+    source = f"fmt-{name}"
+    opts = ParseOptions(source=source, extra=extra, year=2013 if kind == "mounts" else None)
+    on_spark = load_files(spark, fmt, files, opts)
+    on_pg = [ingest_file(dsn, fmt, f, opts) for f in files]
+    assert [(r.status, r.rows, r.rejects, r.skipped) for r in on_spark] == [
+        (r.status, r.rows, r.rejects, r.skipped) for r in on_pg
+    ]
+    assert [r.rejects_summary for r in on_spark] == [r.rejects_summary for r in on_pg]
+    if name in REFUSED:
+        assert on_spark[0].rejects, f"{name}: the fixture's bad line was not refused"
+        with psycopg.connect(dsn) as conn:
+            pg = conn.execute("select line_no, raw, reason from tapelens.ingest_rejects").fetchall()
+        assert on_spark[0].run_id is not None
+        assert spark_rejects(spark, on_spark[0].run_id) == sorted(pg)
+    if kind == "tapes":  # an inventory has no source: its volumes, as PostgreSQL has them
+        with psycopg.connect(dsn) as conn:
+            volumes = [r[0] for r in conn.execute("select volume from tapelens.tapes")]
+        assert volumes
+        for volume in volumes:
+            got, want = stored_rows(spark, dsn, kind, "volume", volume)
+            assert got == want, volume
+    else:
+        got, want = stored_rows(spark, dsn, kind, "source", source)
+        assert got and got == want
+    if kind == "mounts":  # the pieces no file joined wait alike on both engines
+        pieces = spark.table(TABLES["mount_pieces"].qualified).where(F.col("source") == source)
+        with psycopg.connect(dsn) as conn:
+            pg_pieces = conn.execute(
+                "select volume, kind, drive from tapelens.mount_pieces where source = %s",
+                [source],
+            ).fetchall()
+        assert sorted(tuple(r) for r in pieces.select("volume", "kind", "drive").collect()) == (
+            sorted(pg_pieces)
+        )
+    # The same files again: unchanged, and no table has a new version.
+    before = table_versions(spark, sorted(TABLES))
+    again = load_files(spark, fmt, files, opts)
+    assert [(r.status, r.run_id) for r in again] == [("unchanged", r.run_id) for r in on_spark]
+    assert table_versions(spark, sorted(TABLES)) == before
+
+
+def test_a_newer_tsm_listing_keeps_places_as_on_postgres(
+    spark: SparkSession, dsn: str, tmp_path: Path
+) -> None:
+    """Spectrum Protect's ranks: a copy gone moves every later copy of its volume up one rank,
+    a stored copy keeps its place, a new one goes after the volume's last place."""
+    lines = (CATALOG_DATA / "contents.csv").read_text().splitlines(keepends=True)
+    dropped = next(i for i, line in enumerate(lines) if line.startswith("VTS104L7,") and i > 3)
+    added = lines[dropped].replace("10441881235", "10441881299").replace("_0001.data", "_0099.data")
+    newer = tmp_path / "contents-newer.csv"
+    newer.write_text("".join([*lines[:dropped], *lines[dropped + 1 :], added]))
+    archives = tmp_path / "archives.csv"
+    old_archives = (CATALOG_DATA / "archives.csv").read_text()
+    archives.write_text(
+        old_archives
+        + "GRIDKA_ATLAS,/pnfs,/gridka.de/atlas/data18/RAW/,data18.003588.RAW._lb0120._0099.data,"
+        "10441881299,2024-05-02 11:20:05.000000,atlas,\n"
+    )
+    fmt = lookup("catalog", "tsm-contents")
+    first = ParseOptions(source="ranks", extra={"archives": str(CATALOG_DATA / "archives.csv")})
+    second = ParseOptions(source="ranks", extra={"archives": str(archives)})
+    allow = ShrinkGuard(allow=True)
+    load_files(spark, fmt, [CATALOG_DATA / "contents.csv"], first)
+    [on_spark] = load_files(spark, fmt, [newer], second, guard=allow)
+    ingest_file(dsn, fmt, CATALOG_DATA / "contents.csv", first)
+    on_pg = ingest_file(dsn, fmt, newer, second, guard=allow)
+    assert (on_spark.removed, on_spark.rows) == (on_pg.removed, on_pg.rows) == (1, on_pg.rows)
+    assert spark_copies(spark, "ranks") == pg_copies(dsn, "ranks")
+
+
+def test_a_format_without_a_spark_step_after_its_load_is_refused_in_one_line() -> None:
+    from tapelens.errors import InputError
+    from tapelens.ingest.formats import Format
+    from tapelens.spark.load import refuse_unsupported
+
+    for fmt in FORMATS:
+        refuse_unsupported(fmt)  # every format tapelens ingest takes loads on Spark
+    other = Format("mounts", "pairs", "x", after_load="pair_sessions")
+    with pytest.raises(InputError, match=r"^--format pairs: .*pair_sessions.*--engine postgres$"):
+        refuse_unsupported(other)
+
+
 def test_db_status_says_the_engine_where_the_tables_are_and_their_rows(
     spark: SparkSession, warehouse: Path
 ) -> None:
