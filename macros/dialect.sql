@@ -211,3 +211,20 @@
 {%- endmacro %}
 {% macro spark__analyze_this() -%}
 {%- endmacro %}
+
+{#- Partitions by volume. On Spark the marts with a row per copy or tape object
+    (fct_file_gaps, plan_tape_objects, fct_dataset_tape_gaps) are Delta tables partitioned by
+    volume_bucket, the same hash of the volume as the canonical tables
+    (tapelens.spark.tables.bucket_sql: pmod(xxhash64(volume), 16)), so that a build writes them
+    one task per bucket, an incremental build's MERGE rewrites only the buckets of the volumes
+    it recomputes, and a reader of one volume prunes to its bucket. volume_bucket_column() adds
+    the column to a model's last select on Spark and nothing on PostgreSQL, whose marts stay as
+    they are; the model's config names it in partition_by for Spark only. -#}
+{% macro volume_bucket_column(volume='volume') -%}
+    {{ return(adapter.dispatch('volume_bucket_column', 'tapelens')(volume)) }}
+{%- endmacro %}
+{% macro default__volume_bucket_column(volume) -%}
+{%- endmacro %}
+{% macro spark__volume_bucket_column(volume) -%}
+    , cast(pmod(xxhash64({{ volume }}), 16) as int) as volume_bucket
+{%- endmacro %}

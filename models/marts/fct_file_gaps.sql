@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='append',
         on_schema_change='fail',
+        partition_by=(['volume_bucket'] if target.type == 'spark' else none),
         pre_hook=[
             "{{ touched_volumes_hook(0) }}",
             "{{ touched_volumes_hook(1) }}",
@@ -114,4 +115,5 @@ final as (
     from gaps
 )
 
-select * from final
+-- On Spark also volume_bucket, the table's partition column (macros/dialect.sql).
+select *{{ volume_bucket_column() }} from final

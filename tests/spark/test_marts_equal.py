@@ -167,6 +167,8 @@ def assert_every_relation_equal(site: Built) -> None:
         want = plain(read_frame(site.dsn, f"select * from {relation}"))
         got = pl.from_arrow(site.spark.sql(f"select * from {relation}").toArrow())
         assert isinstance(got, pl.DataFrame)
+        # the partition column of Spark's per-copy marts (macros/dialect.sql), Spark's only
+        got = got.drop("volume_bucket", strict=False)
         if want.height == 0:
             empty.append(relation)
         assert_equal(relation, want, plain(got))
