@@ -752,6 +752,11 @@ def main() -> None:
             except OutOfDisk as exc:
                 stopped = f"{name}: {exc}"
                 break
+            except KeyboardInterrupt:
+                # Stopped by hand (a step that will not end in the time there is): the steps
+                # measured so far are still printed.
+                stopped = f"{name}: interrupted during the step after the last one shown"
+                break
             finally:
                 seconds[name] = time.perf_counter() - begun
                 load[name] = sampler.stop()
