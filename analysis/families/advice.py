@@ -264,7 +264,7 @@ class _StreamFigures:
         a, n_pools = prepared.arrivals, len(prepared.pools)
         per_pool = (
             pl.DataFrame({"pool": a.pool, "dataset": a.dataset})
-            .with_columns(prepared.frame["file_id"])
+            .with_columns(prepared.column("file_id"))
             .group_by("pool")
             .agg(pl.col("file_id").n_unique().alias("files"), pl.col("dataset").n_unique())
         )
@@ -272,7 +272,7 @@ class _StreamFigures:
         index = per_pool["pool"].to_numpy()
         files[index] = per_pool["files"].to_numpy()
         datasets[index] = per_pool["dataset"].to_numpy()
-        read = prepared.frame["file_id"].is_in(campaigns["file_id"].implode())
+        read = prepared.column("file_id").is_in(campaigns["file_id"].implode())
         return _StreamFigures(files, datasets, np.flatnonzero(read.to_numpy()))
 
 

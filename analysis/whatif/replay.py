@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -110,6 +111,16 @@ STREAM_COLUMNS = ("dataset", "dataset_type", "size_bytes", "arrived_at")
 
 def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]]:
     """The stream sorted by arrival with its codes; the pool names."""
+    source, order, arrivals, pools = _prepare_order(stream)
+    return source[order], arrivals, pools
+
+
+def _prepare_order(
+    stream: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.Series, ww.Arrivals, list[str]]:
+    """The stream in its own order with its codes (_t, _pool, _in), the arrival order of its
+    rows, the arrays of its files in arrival order and the pool names: the string columns are
+    only put in arrival order by whoever needs them."""
     missing = [c for c in STREAM_COLUMNS if c not in stream.columns]
     if missing:
         raise InputError(f"write stream lacks column(s) {', '.join(missing)}")
@@ -131,7 +142,8 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
     by_path = frame.select(pl.arg_sort_by("_dir", "_name", "_in")).to_series().to_numpy()
     rank = np.empty(frame.height, dtype=np.int64)
     rank[by_path] = np.arange(frame.height)
-    frame = frame.with_columns(pl.Series("_rank", rank)).sort("_t", "_rank")
+    frame = frame.with_columns(pl.Series("_rank", rank))
+    order = frame.select(pl.arg_sort_by("_t", "_rank")).to_series()
     for column, what in (
         ("_t", "an arrival time"),
         ("size_bytes", "a size"),
@@ -141,16 +153,17 @@ def _prepare(stream: pl.DataFrame) -> tuple[pl.DataFrame, ww.Arrivals, list[str]
             raise InputError(f"write stream: every file needs {what}")
     if (frame["size_bytes"] < 0).any():
         raise InputError("write stream: negative file size")
-    path_rank = frame["_rank"].to_numpy()
+    at = order.to_numpy()
     pools = sorted(frame["_pool"].unique().to_list())
+    pool_code = frame["_pool"].replace_strict(pools, range(len(pools))).to_numpy()
     arrivals = ww.Arrivals(
-        arrived_s=frame["_t"].to_numpy().astype(np.float64),
-        size=frame["size_bytes"].cast(pl.Int64).to_numpy(),
-        pool=frame["_pool"].replace_strict(pools, range(len(pools))).to_numpy().astype(np.int64),
-        dataset=dense_rank(frame["dataset"]),
-        path_rank=path_rank,
+        arrived_s=frame["_t"].to_numpy().astype(np.float64)[at],
+        size=frame["size_bytes"].cast(pl.Int64).to_numpy()[at],
+        pool=pool_code.astype(np.int64)[at],
+        dataset=dense_rank(frame["dataset"])[at],
+        path_rank=rank[at],
     )
-    return frame.drop("_dir", "_name", "_rank"), arrivals, pools
+    return frame.drop("_dir", "_name", "_rank"), order, arrivals, pools
 
 
 def dense_rank(values: pl.Series) -> np.ndarray:
@@ -384,7 +397,8 @@ def _placed(frame: pl.DataFrame, params: WhatIfParams, obj: ww.Objects) -> pl.Da
 class HintStream:
     """A write stream prepared once for replays by tape family at several levels."""
 
-    frame: pl.DataFrame
+    source: pl.DataFrame  # the stream in its own order, with its codes (_t, _pool, _in)
+    order: pl.Series  # the rows of `source` in arrival order
     arrivals: ww.Arrivals
     pools: list[str]
     groups: HintGroups
@@ -392,6 +406,19 @@ class HintStream:
     cuts: dict[tuple[float, int | None], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, compare=False, repr=False
     )
+
+    @cached_property
+    def frame(self) -> pl.DataFrame:
+        """The stream in arrival order, every row taken at the first use."""
+        return self.source[self.order]
+
+    def rows(self, rows: np.ndarray) -> pl.DataFrame:
+        """The stream's files at `rows` (indices in arrival order)."""
+        return self.source[self.order.gather(rows)]
+
+    def column(self, name: str) -> pl.Series:
+        """One column of the stream in arrival order."""
+        return self.source[name].gather(self.order)
 
     def migrations(self, params: WhatIfParams) -> tuple[np.ndarray, np.ndarray]:
         """The migration of every file and the time each ran, cut once per window."""
@@ -407,10 +434,14 @@ def prepare_hints(stream: pl.DataFrame) -> HintStream:
     with_pool = (
         stream if "pool" in stream.columns else stream.with_columns(pool=pl.lit(DEFAULT_POOL))
     )
-    frame, a, pools = _prepare(with_pool)
-    if frame.height == 0:
+    source, order, a, pools = _prepare_order(with_pool)
+    if source.height == 0:
         raise InputError("the write stream holds no files")
-    return HintStream(frame, a, pools, hint_groups(frame, "_pool"))
+    # A group's code does not depend on the rows' order: coded in the stream's own order.
+    groups = hint_groups(source, "_pool")
+    at = order.to_numpy()
+    arrival_groups = HintGroups(tuple(c[at] for c in groups.codes), groups.names)
+    return HintStream(source, order, a, pools, arrival_groups)
 
 
 @dataclass(frozen=True)
@@ -443,7 +474,7 @@ def replay_family_arrays(
     order, slot, batch, ran_s = place_families(
         a, code, open_per_pool, params.window_s, params.batch_bytes, hs.migrations(params)
     )
-    n = hs.frame.height
+    n = hs.order.shape[0]
     o_pool, o_slot, o_batch, o_fam = a.pool[order], slot[order], batch[order], code[order]
     change = np.ones(n, dtype=bool)
     change[1:] = (
@@ -469,7 +500,7 @@ def placed_families(
     """The placed stream of a replay by family, as replay_families returns it: every file, or
     the files at `rows` (ascending indices in the stream's order)."""
     family = replayed.family if rows is None else replayed.family[rows]
-    frame = hs.frame if rows is None else hs.frame[rows]
+    frame = hs.frame if rows is None else hs.rows(rows)
     named = frame.with_columns(family_names(hs.groups, family))
     if rows is None:
         return _placed(named, params, replayed.obj)
