@@ -4,15 +4,21 @@
 through COPY ... TO STDOUT on a connection or cursor already open (temporary tables of the same
 transaction stay visible), far faster than fetching rows. Times leave the database as epoch
 seconds (`extract(epoch from ...)`) and become UTC datetimes here, in `epoch_utc`.
+
+`FrameReader` is the engine-aware way an analysis reads: on PostgreSQL `read_frame`, on Spark
+Spark SQL run by the session (tapelens.spark.read), each with its `Dialect`, the few forms the
+two engines' SQL spells differently.
 """
 
 from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import psycopg
@@ -21,6 +27,9 @@ from psycopg import sql
 from tapelens.db import unavailable
 from tapelens.errors import DatabaseError, InputError
 from tapelens.handoff import DONE, Handoff
+
+if TYPE_CHECKING:
+    from tapelens.spark.settings import EngineSettings
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -155,3 +164,88 @@ def sorted_and_cut(
             )
         frame = frame.sort(sort, descending=descending, nulls_last=True, maintain_order=True)
     return frame.head(limit) if limit is not None else frame
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The few forms the SQL of the analyses spells differently on PostgreSQL and on Spark.
+
+    Everything else in those queries is SQL both engines run as written (`::bigint`, `power`,
+    `greatest`, `nullif`, `percentile_cont ... within group`, `nulls first`)."""
+
+    name: str
+    float8: str  # the 64-bit float type a `::` cast names: float8 on PostgreSQL, double on Spark
+    _month: str  # an instant's month as 'YYYY-MM', in UTC; {0} is the expression
+    _date_month: str  # a date's month as 'YYYY-MM'
+    _join: str  # an array's elements joined by a separator; {0} the array, {1} the separator
+    _unnest: str  # one row per element of an array, in a select list; {0} the array
+    _param: str  # the n-th bound parameter's marker; {0} is n, counted from 1
+
+    def month(self, instant: str) -> str:
+        return self._month.format(instant)
+
+    def date_month(self, date: str) -> str:
+        return self._date_month.format(date)
+
+    def join(self, array: str, separator: str) -> str:
+        return self._join.format(array, separator)
+
+    def unnest(self, array: str) -> str:
+        return self._unnest.format(array)
+
+    def param(self, n: int) -> str:
+        return self._param.format(n)
+
+
+POSTGRES = Dialect(
+    "postgres",
+    "float8",
+    "to_char({0} at time zone 'UTC', 'YYYY-MM')",
+    "to_char({0}, 'YYYY-MM')",
+    "array_to_string({0}, '{1}')",
+    "unnest({0})",
+    "${0}",
+)
+# Spark's sessions run in UTC (tapelens.spark.session), so date_format prints an instant's
+# month in UTC. Parameters are named markers, bound by name.
+SPARK = Dialect(
+    "spark",
+    "double",
+    "date_format({0}, 'yyyy-MM')",
+    "date_format({0}, 'yyyy-MM')",
+    "array_join({0}, '{1}')",
+    "explode({0})",
+    ":p{0}",
+)
+
+
+@dataclass(frozen=True)
+class FrameReader:
+    """Where an analysis reads its frames: the engine's dialect and a function that runs one
+    query (with its parameters, marked as the dialect marks them) and returns its rows."""
+
+    dialect: Dialect
+    run: Callable[[str, Sequence[Any]], pl.DataFrame]
+
+    def __call__(self, query: str, params: Sequence[Any] = ()) -> pl.DataFrame:
+        return self.run(query, params)
+
+
+def missing_relation(message: str) -> bool:
+    """Whether a read failed because a table or view is not there, in either engine's words."""
+    return "does not exist" in message or "TABLE_OR_VIEW_NOT_FOUND" in message
+
+
+def postgres_reader(dsn: str) -> FrameReader:
+    """Frames from the PostgreSQL database of `dsn`, through read_frame."""
+    return FrameReader(POSTGRES, lambda query, params: read_frame(dsn, query, params))
+
+
+def engine_reader(engine: EngineSettings, home: Path, dsn: Callable[[], str]) -> FrameReader:
+    """The reader of the engine a command runs on: PostgreSQL's database (`dsn()`, asked only
+    there), or Spark SQL on the tables of the Spark warehouse (tapelens.spark.read)."""
+    if not engine.spark:
+        return postgres_reader(dsn())
+    from tapelens.spark.read import spark_reader
+
+    return spark_reader(engine.spark_master, engine.warehouse(home))

@@ -8,6 +8,7 @@ from typing import Any
 import click
 import yaml
 
+from tapelens.analysis.recall.datasets.placement_cost import PlacementCosts
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
@@ -116,6 +117,7 @@ def build_cmd(
         with _BuildProgress() as progress:
             summary = build(warehouse, log_dir=app.home / "dbt-spark", progress=progress, **options)
         _say_built(summary)
+        store_placement_costs_on_spark(warehouse)
         return
     dsn = app.dsn()
     with _BuildProgress() as progress:
@@ -140,6 +142,21 @@ def store_placement_costs(dsn: str) -> None:
     started = time.monotonic()
     with connection(dsn) as conn:
         costs = write_placement_costs(conn)
+    _say_priced(costs, started)
+
+
+def store_placement_costs_on_spark(warehouse: SparkWarehouse) -> None:
+    """The placement costs priced from the Spark tables and stored beside the Spark marts
+    (analysis/recall/store/on_spark.py), as store_placement_costs does on PostgreSQL."""
+    from tapelens.analysis.recall.store.on_spark import write_placement_costs
+    from tapelens.spark.session import spark_session
+
+    started = time.monotonic()
+    costs = write_placement_costs(spark_session(warehouse.master, warehouse.path))
+    _say_priced(costs, started)
+
+
+def _say_priced(costs: PlacementCosts | None, started: float) -> None:
     if costs is None:  # a selection that built no mart
         return
     click.echo(

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import polars as pl
 
 from tapelens.analysis.recall.baselines.direct import DirectSubmission
 from tapelens.analysis.recall.datasets.stored import read_placement_costs
@@ -13,6 +14,7 @@ from tapelens.analysis.recall.engine import OBJECTIVES
 from tapelens.analysis.recall.exports import export as plan_export
 from tapelens.analysis.recall.plan.planner import (
     PlanOptions,
+    RecallPlan,
     whole_datasets,
     with_placement_costs,
 )
@@ -49,6 +51,7 @@ from tapelens.cli.output import (
 from tapelens.cli.progress import EVERY_S, Progress
 from tapelens.db import connection
 from tapelens.errors import InputError
+from tapelens.spark.settings import current_engine, engine_options
 
 plan = BY_NAME["plan"]
 
@@ -114,6 +117,7 @@ POLICY_HELP = (
 )
 @export_dir_option
 @click.option("--save", "save_name", metavar="NAME", help="Store the plan in the database.")
+@engine_options
 @pass_app
 def recall(
     app: App,
@@ -154,22 +158,88 @@ def recall(
         group_weights=parse_group_weights(group_weights) if group_weights else (),
     )
     asked = read_requests(requests)
-    with connection(app.dsn(), autocommit=True) as conn:
-        options = PlanOptions(
-            drives=tuple(drives_or_inventory(conn, drives_spec).items()),
-            sharing=sharing,
-            objective=objective,
-            order=read_order,
-            direct=DirectSubmission(window=fifo_window),
-        )
-        with _Steps("reading the requested files' copies from the catalog") as steps:
-            result, params = plan_from_database(
-                conn,
-                asked,
-                options,
-                note=lambda line: click.echo(f"tapelens: {line}", err=True),
-                progress=steps,
+    if current_engine().spark:
+        if save_name:
+            raise InputError(
+                "--save: saved plans are kept in PostgreSQL, beside the transfers `plan compare`"
+                " reads; plan on the postgres engine to save one"
             )
+        result = _plan_on_spark(
+            app, asked, drives_spec, sharing, objective, read_order, fifo_window
+        )
+    else:
+        result = _plan_on_postgres(
+            app, asked, drives_spec, sharing, objective, read_order, fifo_window, save_name
+        )
+    _write_plan(result, output, summary_file, formats, export_dir)
+
+
+def _options(
+    drives: dict[str, int],
+    sharing: Sharing,
+    objective: str,
+    read_order: str,
+    fifo_window: int | None,
+) -> PlanOptions:
+    return PlanOptions(
+        drives=tuple(drives.items()),
+        sharing=sharing,
+        objective=objective,
+        order=read_order,
+        direct=DirectSubmission(window=fifo_window),
+    )
+
+
+def _say(line: str) -> None:
+    click.echo(f"tapelens: {line}", err=True)
+
+
+def _plan_on_spark(
+    app: App,
+    asked: pl.DataFrame,
+    drives_spec: str | None,
+    sharing: Sharing,
+    objective: str,
+    read_order: str,
+    fifo_window: int | None,
+) -> RecallPlan:
+    """The plan read from the Spark tables (analysis.recall.store.on_spark): the same planner
+    on the same copies as on PostgreSQL."""
+    from tapelens.analysis.recall.store import on_spark
+    from tapelens.spark.session import spark_session
+
+    engine = current_engine()
+    spark = spark_session(engine.spark_master, engine.warehouse(app.home))
+    options = _options(
+        on_spark.drives_or_inventory(spark, drives_spec),
+        sharing,
+        objective,
+        read_order,
+        fifo_window,
+    )
+    with _Steps("reading the requested files' copies from the Spark tables") as steps:
+        result, _ = on_spark.plan_from_spark(spark, asked, options, note=_say, progress=steps)
+    whole = whole_datasets(asked)
+    if whole:
+        result = with_placement_costs(result, on_spark.read_placement_costs(spark, whole))
+    return result
+
+
+def _plan_on_postgres(
+    app: App,
+    asked: pl.DataFrame,
+    drives_spec: str | None,
+    sharing: Sharing,
+    objective: str,
+    read_order: str,
+    fifo_window: int | None,
+    save_name: str | None,
+) -> RecallPlan:
+    with connection(app.dsn(), autocommit=True) as conn:
+        drives = drives_or_inventory(conn, drives_spec)
+        options = _options(drives, sharing, objective, read_order, fifo_window)
+        with _Steps("reading the requested files' copies from the catalog") as steps:
+            result, params = plan_from_database(conn, asked, options, note=_say, progress=steps)
         # The placement cost of each whole dataset asked for, as every command quotes it.
         whole = whole_datasets(asked)
         if whole:
@@ -177,6 +247,17 @@ def recall(
         if save_name:
             replaced = save_plan(conn, save_name, result, params)
             click.echo(f"{'replaced' if replaced else 'saved'} plan {save_name!r}", err=True)
+    return result
+
+
+def _write_plan(
+    result: RecallPlan,
+    output: str | None,
+    summary_file: str | None,
+    formats: tuple[str, ...],
+    export_dir: str | None,
+) -> None:
+    """The plan's CSV, summary and exports, and its summary on stdout."""
     if result.summary["files"] == 0:
         raise InputError(plan_export.nothing_to_recall(result))
     to_stdout = summary_file == "-"

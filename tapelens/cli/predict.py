@@ -9,6 +9,7 @@ from tapelens.analysis.recall.datasets.placement_cost import with_placement_cost
 from tapelens.analysis.recall.datasets.prediction import predict_datasets, resolve_media
 from tapelens.analysis.recall.store.catalog import load_datasets
 from tapelens.analysis.throughput import store
+from tapelens.analysis.throughput.model import ModelParams
 from tapelens.cli.common import (
     INVENTORY_DRIVES,
     App,
@@ -27,6 +28,7 @@ from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.db import connection
 from tapelens.errors import InputError
+from tapelens.spark.settings import current_engine, engine_options
 
 predict = BY_NAME["predict"]
 
@@ -39,6 +41,7 @@ predict = BY_NAME["predict"]
 @order_option
 @limit_options
 @format_option
+@engine_options
 @pass_app
 def datasets(
     app: App,
@@ -68,15 +71,18 @@ def datasets(
     """
     if dataset and dataset_type:
         raise click.UsageError("give --dataset or --dataset-type, not both")
-    with connection(app.dsn()) as conn:
-        drives = drives_or_inventory(conn, drives_spec)
-        files = load_datasets(conn, dataset=dataset, dataset_type=dataset_type)
-        if files.height == 0 and (dataset or dataset_type):
-            option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
-            column = "dataset" if dataset else "dataset_type"
-            raise nothing_matches(option, str(value), known_names(conn, column))
-        params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
-        readers = store.readable_by(conn)
+    engine = current_engine()
+    if engine.spark:
+        drives, files, params, readers = _inputs_on_spark(app, drives_spec, dataset, dataset_type)
+    else:
+        with connection(app.dsn()) as conn:
+            drives = drives_or_inventory(conn, drives_spec)
+            files = load_datasets(conn, dataset=dataset, dataset_type=dataset_type)
+            if files.height == 0 and (dataset or dataset_type):
+                column = "dataset" if dataset else "dataset_type"
+                raise _nothing_matches(dataset, dataset_type, known_names(conn, column))
+            params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
+            readers = store.readable_by(conn)
     if assume_media is not None and assume_media not in params:
         raise InputError(f"--assume-media: unknown media type {assume_media!r}")
     files, unknown = resolve_media(files, params, assume_media)
@@ -101,3 +107,33 @@ def datasets(
         output,
         keep=("now_s", "ideal_s", "placement_cost_s", *([sort] if sort else [])),
     )
+
+
+def _nothing_matches(dataset: str | None, dataset_type: str | None, known: list[str]) -> InputError:
+    option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
+    return nothing_matches(option, str(value), known)
+
+
+def _inputs_on_spark(
+    app: App, drives_spec: str | None, dataset: str | None, dataset_type: str | None
+) -> tuple[dict[str, int], pl.DataFrame, dict[str, ModelParams], dict[str, tuple[str, ...]]]:
+    """The drives, the datasets' live copies, the model parameters and the drive readers, from
+    the Spark tables (analysis.recall.store.on_spark)."""
+    from tapelens.analysis.recall.store import on_spark
+    from tapelens.spark.read import spark_frame
+    from tapelens.spark.session import spark_session
+
+    engine = current_engine()
+    spark = spark_session(engine.spark_master, engine.warehouse(app.home))
+    drives = on_spark.drives_or_inventory(spark, drives_spec)
+    files = on_spark.load_datasets(spark, dataset=dataset, dataset_type=dataset_type)
+    if files.height == 0 and (dataset or dataset_type):
+        column = "dataset" if dataset else "dataset_type"
+        known = spark_frame(
+            spark,
+            f"select distinct {column} as name from tapelens.tape_files"
+            f" where removed_at is null and {column} is not null order by 1",
+        )
+        raise _nothing_matches(dataset, dataset_type, [str(n) for n in known["name"]])
+    params, readers = on_spark.model_inputs(spark)
+    return drives, files, params, readers

@@ -16,6 +16,7 @@ from tapelens.analysis.reports.queries import (
     ReportFilter,
     arrange,
     report_query,
+    rounded,
 )
 from tapelens.cli.common import (
     TIME_FORMATS,
@@ -23,15 +24,14 @@ from tapelens.cli.common import (
     aliased,
     dataset_type_option,
     hidden_alias,
-    known_names,
     nothing_matches,
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
-from tapelens.db import connection
 from tapelens.errors import DatabaseError
-from tapelens.frames import read_frame
+from tapelens.frames import FrameReader, engine_reader, missing_relation
+from tapelens.spark.settings import current_engine, engine_options
 
 report = BY_NAME["report"]
 EXAMPLES = {
@@ -79,6 +79,7 @@ def _make(name: str) -> None:
     @click.option("--desc", is_flag=True, help="With --sort: largest first.")
     @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw a chart to FILE.png.")
     @format_option
+    @engine_options
     @pass_app
     def command(
         app: App,
@@ -99,18 +100,23 @@ def _make(name: str) -> None:
         # The database cuts to --limit unless the rows are filtered or sorted here first.
         arranged = min_files is not None or sort is not None
         cut = None if arranged else limit
-        query, params = report_query(name, by, ReportFilter(since, until, dataset_type, cut))
+        engine = current_engine()
+        read = engine_reader(engine, app.home, app.dsn)
+        chosen = ReportFilter(since, until, dataset_type, cut)
+        query, params = report_query(name, by, chosen, read.dialect)
         try:
-            frame = read_frame(app.dsn(), query, params)
+            frame = read(query, params)
         except DatabaseError as exc:
-            if "does not exist" in str(exc):
+            if missing_relation(str(exc)):
+                where = "on Spark" if engine.spark else "in this database"
+                again = " --engine spark" if engine.spark else ""
                 raise DatabaseError(
-                    "the marts are not built in this database: run `tapelens marts build`"
+                    f"the marts are not built {where}: run `tapelens marts build{again}`"
                 ) from None
             raise
+        frame = rounded(frame)
         if frame.height == 0 and dataset_type:
-            with connection(app.dsn()) as conn:
-                known = known_names(conn, "dataset_type")
+            known = _dataset_types(read)
             if dataset_type.upper() not in known:
                 raise nothing_matches("--dataset-type", dataset_type, known)
         if arranged:
@@ -122,6 +128,15 @@ def _make(name: str) -> None:
         if plot:
             plot_report(name, by, frame, Path(plot))
             click.echo(f"wrote {plot}", err=True)
+
+
+def _dataset_types(read: FrameReader) -> list[str]:
+    """The dataset types of the live catalog, for the error of a type that matched nothing."""
+    found = read(
+        "select distinct dataset_type from tapelens.tape_files"
+        " where removed_at is null and dataset_type is not null order by 1"
+    )
+    return [str(value) for value in found["dataset_type"]]
 
 
 for _name in DEFAULT_BY:

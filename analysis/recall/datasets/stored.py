@@ -21,6 +21,7 @@ from tapelens.analysis.recall.datasets.placement_cost import (
 from tapelens.analysis.recall.datasets.prediction import resolve_media
 from tapelens.analysis.recall.store.catalog import load_datasets
 from tapelens.analysis.throughput import store as params_store
+from tapelens.analysis.throughput.model import ModelParams
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError
 from tapelens.frames import one_line
@@ -53,7 +54,15 @@ def price_site(conn: psycopg.Connection) -> PlacementCosts:
     computes for the same datasets. Copies on tapes of unknown media type are left out."""
     files = load_datasets(conn)
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    readers = params_store.readable_by(conn)
+    return price(files, params, params_store.readable_by(conn))
+
+
+def price(
+    files: pl.DataFrame, params: dict[str, ModelParams], readers: dict[str, tuple[str, ...]]
+) -> PlacementCosts:
+    """The placement costs of the datasets of `files` (the live copies of whole datasets, as
+    load_datasets reads them on either engine); copies on tapes of unknown media type are left
+    out."""
     files, _ = resolve_media(files, params, None)
     return placement_costs(files, params, readers)
 
@@ -137,10 +146,16 @@ def read_placement_costs(
         rows = conn.execute(query + sql.SQL(" order by dataset"), params).fetchall()
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
-    return pl.DataFrame(rows, schema=_frame_schema(DATASET_COLUMNS), orient="row")
+    return pl.DataFrame(rows, schema=frame_schema(DATASET_COLUMNS), orient="row")
 
 
-def _frame_schema(columns: tuple[str, ...]) -> dict[str, type[pl.DataType]]:
+def spark_column_type(column: str) -> str:
+    """The Spark SQL type of a stored column (its PostgreSQL type's counterpart)."""
+    kind = _TYPES[column]
+    return "string" if kind.startswith("text") else kind.split()[0]
+
+
+def frame_schema(columns: tuple[str, ...]) -> dict[str, type[pl.DataType]]:
     """Names are text, seconds floats, counts and bytes integers."""
     return {
         c: pl.Float64

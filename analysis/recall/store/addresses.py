@@ -33,11 +33,14 @@ _UNADDRESSED_WHERE = sql.SQL(
 _TAPE_OBJECTS_MACRO = PROJECT_DIR / "macros" / "tape_objects.sql"
 
 
-def tape_objects_sql(copies: str, average: bool = False) -> str:
+def tape_objects_sql(copies: str, average: bool = False, spark: bool = False) -> str:
     """The SQL of a tape object's byte address (macros/tape_objects.sql) over `copies`,
-    a relation or parenthesised subquery with volume, position and size_bytes."""
+    a relation or parenthesised subquery with volume, position and size_bytes; in Spark SQL
+    with `spark`, as the macro renders on dbt's spark target."""
     template = jinja2.Environment(autoescape=False).from_string(_TAPE_OBJECTS_MACRO.read_text())
-    return str(template.module.tape_objects(copies, average=average))  # type: ignore[attr-defined]
+    target = {"target": {"type": "spark"}} if spark else {}
+    module = template.make_module(target)
+    return str(module.tape_objects(copies, average=average))  # type: ignore[attr-defined]
 
 
 _OBJECTS_FROM_CATALOG = (
