@@ -242,18 +242,11 @@ def start_cluster(
 
 @contextmanager
 def standalone_cluster(
-    folder: Path,
-    workers: int = 2,
-    *,
-    cores: int = 1,
-    memory: str = "1536m",
-    event_log: bool = False,
-    conf: Mapping[str, str] | None = None,
+    folder: Path, workers: int = 2, **options: Any
 ) -> Iterator[StandaloneCluster]:
-    """start_cluster, stopped (every JVM of it) when the block ends, however it ends."""
-    cluster = start_cluster(
-        folder, workers, cores=cores, memory=memory, event_log=event_log, conf=conf
-    )
+    """start_cluster (the same options), stopped (every JVM of it) when the block ends, however
+    it ends."""
+    cluster = start_cluster(folder, workers, **options)
     try:
         yield cluster
     finally:
