@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from tapelens.cli import cli
 from tapelens.frames import read_frame
-from tapelens.media import MEDIA
+from tapelens.media import BY_NAME as MEDIA
 from tests.spark.conftest import MASTER, Built
 
 pytest.importorskip("pyspark")
