@@ -303,7 +303,7 @@ def _placed(spark: SparkSession, dump: pl.DataFrame, source: str) -> pl.DataFram
     none of whose stored copies is listed again, the ranks stand."""
     if not dump.height:
         return dump
-    rows = dump.with_row_index("_row")
+    rows = dump.with_row_index("_row").with_columns(pl.col("_row").cast(pl.Int64))  # Spark: no u32
     keys = spark.createDataFrame(rows.select("_row", *KEY).to_arrow())
     live = _live(spark, source, None).select(*KEY)
     matched = {r[0] for r in keys.join(live, list(KEY), "left_semi").select("_row").collect()}
