@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import click
@@ -158,19 +160,22 @@ def recall(
         group_weights=parse_group_weights(group_weights) if group_weights else (),
     )
     asked = read_requests(requests)
+    options = partial(
+        _options,
+        sharing=sharing,
+        objective=objective,
+        read_order=read_order,
+        fifo_window=fifo_window,
+    )
     if current_engine().spark:
         if save_name:
             raise InputError(
                 "--save: saved plans are kept in PostgreSQL, beside the transfers `plan compare`"
                 " reads; plan on the postgres engine to save one"
             )
-        result = _plan_on_spark(
-            app, asked, drives_spec, sharing, objective, read_order, fifo_window
-        )
+        result = _plan_on_spark(app, asked, drives_spec, options)
     else:
-        result = _plan_on_postgres(
-            app, asked, drives_spec, sharing, objective, read_order, fifo_window, save_name
-        )
+        result = _plan_on_postgres(app, asked, drives_spec, options, save_name)
     _write_plan(result, output, summary_file, formats, export_dir)
 
 
@@ -198,10 +203,7 @@ def _plan_on_spark(
     app: App,
     asked: pl.DataFrame,
     drives_spec: str | None,
-    sharing: Sharing,
-    objective: str,
-    read_order: str,
-    fifo_window: int | None,
+    options: Callable[[dict[str, int]], PlanOptions],
 ) -> RecallPlan:
     """The plan read from the Spark tables (analysis.recall.store.on_spark): the same planner
     on the same copies as on PostgreSQL."""
@@ -210,15 +212,11 @@ def _plan_on_spark(
 
     engine = current_engine()
     spark = spark_session(engine.spark_master, engine.warehouse(app.home))
-    options = _options(
-        on_spark.drives_or_inventory(spark, drives_spec),
-        sharing,
-        objective,
-        read_order,
-        fifo_window,
-    )
+    drives = on_spark.drives_or_inventory(spark, drives_spec)
     with _Steps("reading the requested files' copies from the Spark tables") as steps:
-        result, _ = on_spark.plan_from_spark(spark, asked, options, note=_say, progress=steps)
+        result, _ = on_spark.plan_from_spark(
+            spark, asked, options(drives), note=_say, progress=steps
+        )
     whole = whole_datasets(asked)
     if whole:
         result = with_placement_costs(result, on_spark.read_placement_costs(spark, whole))
@@ -229,17 +227,15 @@ def _plan_on_postgres(
     app: App,
     asked: pl.DataFrame,
     drives_spec: str | None,
-    sharing: Sharing,
-    objective: str,
-    read_order: str,
-    fifo_window: int | None,
+    options: Callable[[dict[str, int]], PlanOptions],
     save_name: str | None,
 ) -> RecallPlan:
     with connection(app.dsn(), autocommit=True) as conn:
         drives = drives_or_inventory(conn, drives_spec)
-        options = _options(drives, sharing, objective, read_order, fifo_window)
         with _Steps("reading the requested files' copies from the catalog") as steps:
-            result, params = plan_from_database(conn, asked, options, note=_say, progress=steps)
+            result, params = plan_from_database(
+                conn, asked, options(drives), note=_say, progress=steps
+            )
         # The placement cost of each whole dataset asked for, as every command quotes it.
         whole = whole_datasets(asked)
         if whole:
