@@ -8,6 +8,7 @@ import polars as pl
 from tapelens.analysis.recall.datasets.placement_cost import with_placement_costs
 from tapelens.analysis.recall.datasets.prediction import predict_datasets, resolve_media
 from tapelens.analysis.recall.store.catalog import load_datasets
+from tapelens.analysis.reports.queries import rounded
 from tapelens.analysis.throughput import store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.cli.common import (
@@ -101,8 +102,9 @@ def datasets(
             " (see now_unreadable_tapes)",
             err=True,
         )
+    # Rounded as the reports are: either engine's sums give the same figures.
     emit(
-        sort_and_limit(table, sort, desc, limit),
+        sort_and_limit(rounded(table), sort, desc, limit),
         fmt,
         output,
         keep=("now_s", "ideal_s", "placement_cost_s", *([sort] if sort else [])),
