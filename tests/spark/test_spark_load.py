@@ -446,7 +446,8 @@ def test_a_newer_tsm_listing_keeps_places_as_on_postgres(
     """Spectrum Protect's ranks: a copy gone moves every later copy of its volume up one rank,
     a stored copy keeps its place, a new one goes after the volume's last place."""
     lines = (CATALOG_DATA / "contents.csv").read_text().splitlines(keepends=True)
-    dropped = next(i for i, line in enumerate(lines) if line.startswith("VTS104L7,") and i > 3)
+    # The first copy of VTS104L7 gone, a new object listed after the volume's last.
+    dropped = next(i for i, line in enumerate(lines) if ",10441881235,10441881235" in line)
     added = lines[dropped].replace("10441881235", "10441881299").replace("_0001.data", "_0099.data")
     newer = tmp_path / "contents-newer.csv"
     newer.write_text("".join([*lines[:dropped], *lines[dropped + 1 :], added]))
