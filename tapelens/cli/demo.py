@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
+import polars as pl
 
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.frames import read_frame
+from tapelens.frames import engine_reader, read_frame
+from tapelens.spark.settings import EngineSettings, current_engine, engine_options
 
 demo = BY_NAME["demo"]
 
@@ -19,6 +22,8 @@ demo = BY_NAME["demo"]
 DEMO_SCATTERED = 8
 DEMO_OUTAGES = 2
 DEMO_DRIVES = "LTO9:2,LTO8:2,LTO7:2"
+# What the demo does on the postgres engine only: these commands read PostgreSQL's tables.
+NOT_ON_SPARK = ("throughput calibrate", "plan repack", "plan dedup", "whatif placement")
 
 
 def _step(title: str, args: list[str]) -> None:
@@ -34,20 +39,38 @@ def _step(title: str, args: list[str]) -> None:
 @click.option("--seed", type=int, default=7, show_default=True)
 @click.option("--profile", default="bnl", show_default=True, help="bnl | gridka | cern | fnal")
 @click.option("--out", type=click.Path(file_okay=False), help="Site folder (default: HOME/demo).")
+@engine_options
 @pass_app
 def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     """Generate a synthetic site, ingest it, build the models, report, calibrate, plan a
     recall, rank repack candidates, propose a duplicate clean-up and replay the writes.
+
+    With --engine spark the site is loaded and its marts built on Spark, then reported on,
+    planned and predicted there; calibration, repack, duplicate clean-up and the what-if run
+    on the postgres engine only, and the demo says so.
 
     Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
     \b
     Example:
         tapelens demo run --files 50000
+        tapelens demo run --files 2000 --engine spark
     """
-    dsn = app.dsn(create=True)
     site = Path(out) if out else app.home / "demo" / f"{profile}-{files}-{seed}"
-    common = [] if app.embedded else ["--dsn", dsn]
+    engine = current_engine()
+    if engine.spark:
+        _generate(site, ["--home", str(app.home)], files, seed, profile)
+        _run_on_spark(app, engine, site)
+        return
+    dsn = app.dsn(create=True)
+    # Each step is a new command line: it is given the home (or the database) this one uses.
+    common = ["--home", str(app.home)] if app.embedded else ["--dsn", dsn]
+    _generate(site, common, files, seed, profile)
+    _run_on_postgres(dsn, common, site)
+
+
+def _generate(site: Path, common: list[str], files: int, seed: int, profile: str) -> None:
+    """The synthetic site's files, with the anomalies and hints the later steps look for."""
     _step(
         "generate",
         [
@@ -68,6 +91,43 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
             "--hints",
         ],
     )
+
+
+def _most_scattered(site: Path, read: Callable[[str], pl.DataFrame]) -> Path:
+    """A request file of the three datasets on the most tapes, for the recall plan."""
+    scattered = read(
+        f"select dataset from {MARTS_SCHEMA}.dim_datasets order by tapes_used desc, dataset limit 3"
+    )
+    requests = site / "recall-requests.csv"
+    requests.write_text("dataset\n" + "".join(f"{d}\n" for d in scattered["dataset"]))
+    return requests
+
+
+def _run_on_spark(app: App, engine: EngineSettings, site: Path) -> None:
+    """The demo's steps that run on Spark, each with the engine's options as a user types them."""
+    home = ["--home", str(app.home)]
+    flags = ["--engine", "spark", "--spark-master", engine.spark_master]
+    flags += ["--spark-warehouse", engine.warehouse(app.home)]
+    _step("ingest", [*home, "ingest", "manifest", str(site / "manifest.json"), *flags])
+    _step("marts", [*home, "marts", "build", *flags])
+    _step("gap report", [*home, "report", "gaps", "--by", "type", *flags])
+    _step("top duplicates", [*home, "report", "duplicates", "--limit", "5", *flags])
+    requests = _most_scattered(site, engine_reader(engine, app.home, app.dsn))
+    _step(
+        "recall plan",
+        [*home, "plan", "recall", str(requests), "--drives", DEMO_DRIVES, *flags]
+        + ["-o", str(site / "recall-plan.csv"), "--summary", "-"],
+    )
+    _step("dataset predictions", [*home, "predict", "datasets", "--limit", "5", *flags])
+    click.echo(
+        f"\n== on the postgres engine only: {', '.join(NOT_ON_SPARK)}"
+        " (run `tapelens demo run` without --engine spark for them)",
+        err=True,
+    )
+
+
+def _run_on_postgres(dsn: str, common: list[str], site: Path) -> None:
+    """Every step of the demo on the embedded TimescaleDB (or the given database)."""
     _step("ingest", [*common, "ingest", "manifest", str(site / "manifest.json")])
     _step("marts", [*common, "marts", "build"])
     _step("gap report", [*common, "report", "gaps", "--by", "type"])
@@ -76,13 +136,7 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     _step("calibrate", [*common, *fit])
     _step("parameters", [*common, "throughput", "show"])
     _step("validation", [*common, "throughput", "validate"])
-    scattered = read_frame(
-        dsn,
-        f"select dataset from {MARTS_SCHEMA}.dim_datasets"
-        " order by tapes_used desc, dataset limit 3",
-    )
-    requests = site / "recall-requests.csv"
-    requests.write_text("dataset\n" + "".join(f"{d}\n" for d in scattered["dataset"]))
+    requests = _most_scattered(site, lambda query: read_frame(dsn, query))
     _step(
         "recall plan",
         [
