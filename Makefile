@@ -8,15 +8,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export TAPELENS_HOME ?= $(HOME)/.local/share/tapelens
 
-.PHONY: demo test test-fast fuzz setup system spark lint typecheck pytest clean-venv
+.PHONY: demo test test-fast test-spark test-cluster fuzz setup system spark lint typecheck pytest clean-venv
 
-# DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size.
+# DASHBOARDS=0 skips serving the dashboards at the end; DEMO_FILES sets the site's size;
+# ENGINE=spark runs the demo on Spark in local mode (the dashboards read the embedded database,
+# so they are served only for the postgres engine).
 DASHBOARDS ?= 1
 DEMO_FILES ?= 50000
+ENGINE ?= postgres
 
 demo: setup
-	$(BIN)/tapelens demo run --files $(DEMO_FILES)
-	@if [ "$(DASHBOARDS)" != 0 ]; then $(BIN)/tapelens dashboards serve --no-wait; fi
+	$(BIN)/tapelens demo run --files $(DEMO_FILES) --engine $(ENGINE)
+	@if [ "$(DASHBOARDS)" != 0 ] && [ "$(ENGINE)" = postgres ]; then \
+		$(BIN)/tapelens dashboards serve --no-wait; fi
 
 test: setup lint typecheck pytest
 
@@ -45,7 +49,18 @@ typecheck:
 	$(BIN)/mypy
 
 pytest:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not cluster and not every_profile"
+
+# Every Spark test: the marts against PostgreSQL's on every profile of the generator, and the
+# standalone cluster's (below).
+test-spark: setup
+	$(BIN)/pytest -q tests/spark
+
+# tapelens on a Spark standalone cluster (a master and two workers on 127.0.0.1, each its own
+# JVM): ingest, marts, a report and a plan, both workers' tasks, a worker killed mid-load. Left
+# out of `make test` for its length (three JVMs and seven Spark applications on two cores).
+test-cluster: setup
+	$(BIN)/pytest -q -m cluster tests/spark/test_cluster.py
 
 # The edit loop: every test but those marked slow (end-to-end sites, Superset, long builds),
 # in under three minutes; `make test` (and CI) still runs them all.

@@ -30,7 +30,7 @@ from tapelens.world import generate, site_params
 pytest.importorskip("pyspark")
 pytest.importorskip("delta")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.timeout(3600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 TAPELENS = Path(sys.executable).parent / "tapelens"  # the command as installed
@@ -45,6 +45,7 @@ SMALL = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 COMMAND_TIMEOUT = 1500
+DRIVES = "LTO9:2,LTO8:2,LTO7:2"  # the generated site's media, as the demo plans on them
 
 
 @dataclass
@@ -99,8 +100,23 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             "ingest", "transfers", "--format", "staging-csv", str(site / "logs" / "staging.csv")
         )
         run.tapelens("marts", "build")
+        run.tapelens("report", "gaps", "--by", "type", "--format", "csv")
+        requests = folder / "requests.txt"
+        requests.write_text("\n".join(listed_paths(site / "catalog" / "ls-P.txt")[:40]) + "\n")
+        run.tapelens(
+            "plan", "recall", str(requests), "--drives", DRIVES, "-o", str(folder / "plan.csv")
+        )
         run.tapelens("db", "status")
         yield run
+
+
+def listed_paths(listing: Path) -> list[str]:
+    """The paths of an `hsi ls -P` listing's FILE lines (the second tab-separated field)."""
+    return [
+        line.split("\t")[1]
+        for line in listing.read_text().splitlines()
+        if line.startswith("FILE\t")
+    ]
 
 
 def delta_log(table: Path) -> list[dict[str, object]]:
@@ -153,7 +169,8 @@ def test_both_workers_run_the_commands(run: Run) -> None:
     """Every command ran on the cluster, and both workers' executors ran tasks of the load of
     the catalog and of the marts build (from each application's event log)."""
     apps = tasks_per_worker(run.cluster)
-    assert len(apps) == 5, [app.app_id for app, _ in apps]  # migrate, 2 loads, build, status
+    # migrate, 2 loads, build, report, plan, status
+    assert len(apps) == 7, [app.app_id for app, _ in apps]
     for app, per_worker in apps:
         assert app.tasks_per_executor, f"{app.app_id} ran no task on the cluster"
         # every task ran on an executor of one of the two workers (none on the driver)
@@ -162,6 +179,10 @@ def test_both_workers_run_the_commands(run: Run) -> None:
     assert catalog[1] > 0 and catalog[2] > 0, catalog
     assert marts[1] > 0 and marts[2] > 0, marts
     assert "models built" in run.said["marts build"]
+    report = run.said["report gaps --by type --format csv"]
+    assert report.startswith("dataset_type,"), report
+    plan = pl.read_csv(run.home.parent / "plan.csv")  # the folder the fixture planned into
+    assert plan.height > 0 and "volume" in plan.columns, plan
     status = run.said["db status"]
     assert f"master       {run.cluster.master_url}" in status, status
     assert live_rows(run.table("tape_files")) >= FILES
