@@ -17,8 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import polars as pl
 import psycopg
@@ -27,9 +26,6 @@ from psycopg import sql
 from tapelens.db import unavailable
 from tapelens.errors import DatabaseError, InputError
 from tapelens.handoff import DONE, Handoff
-
-if TYPE_CHECKING:
-    from tapelens.spark.settings import EngineSettings
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -239,13 +235,3 @@ def missing_relation(message: str) -> bool:
 def postgres_reader(dsn: str) -> FrameReader:
     """Frames from the PostgreSQL database of `dsn`, through read_frame."""
     return FrameReader(POSTGRES, lambda query, params: read_frame(dsn, query, params))
-
-
-def engine_reader(engine: EngineSettings, home: Path, dsn: Callable[[], str]) -> FrameReader:
-    """The reader of the engine a command runs on: PostgreSQL's database (`dsn()`, asked only
-    there), or Spark SQL on the tables of the Spark warehouse (tapelens.spark.read)."""
-    if not engine.spark:
-        return postgres_reader(dsn())
-    from tapelens.spark.read import spark_reader
-
-    return spark_reader(engine.spark_master, engine.warehouse(home))

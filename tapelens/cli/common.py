@@ -16,12 +16,13 @@ from psycopg import sql
 from tapelens.analysis.recall.schedule.read_order import ORDERS
 from tapelens.db import connection
 from tapelens.errors import InputError, ServerError
-from tapelens.frames import sorted_and_cut
+from tapelens.frames import FrameReader, postgres_reader, sorted_and_cut
 from tapelens.ingest.migrations import applied_versions, available, migrate
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
 from tapelens.server import Server, server_for, start
 from tapelens.settings import default_home
+from tapelens.spark.settings import EngineSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -402,3 +403,13 @@ def refuse_left_out(
         click.echo(f"wrote {path}", err=True)
     say_left_out(not_found, unavailable, written, option)
     return written
+
+
+def engine_reader(engine: EngineSettings, home: Path, dsn: Callable[[], str]) -> FrameReader:
+    """The reader of the engine a command runs on: PostgreSQL's database (`dsn()`, asked only
+    there), or Spark SQL on the tables of the Spark warehouse (tapelens.spark.read)."""
+    if not engine.spark:
+        return postgres_reader(dsn())
+    from tapelens.spark.read import spark_reader
+
+    return spark_reader(engine.spark_master, engine.warehouse(home))

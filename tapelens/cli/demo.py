@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 import polars as pl
 
-from tapelens.cli.common import App, pass_app
+from tapelens.cli.common import App, engine_reader, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.frames import engine_reader, read_frame
+from tapelens.frames import read_frame
 from tapelens.spark.settings import EngineSettings, current_engine, engine_options
 
 demo = BY_NAME["demo"]

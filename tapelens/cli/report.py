@@ -23,6 +23,7 @@ from tapelens.cli.common import (
     App,
     aliased,
     dataset_type_option,
+    engine_reader,
     hidden_alias,
     nothing_matches,
     pass_app,
@@ -30,7 +31,7 @@ from tapelens.cli.common import (
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.errors import DatabaseError
-from tapelens.frames import FrameReader, engine_reader, missing_relation
+from tapelens.frames import FrameReader, missing_relation
 from tapelens.spark.settings import current_engine, engine_options
 
 report = BY_NAME["report"]
