@@ -48,8 +48,11 @@ lint:
 typecheck:
 	$(BIN)/mypy
 
+# The Spark loader's tests start a session of their own (and JVMs they kill): they run in a
+# pytest process of their own, where no other module's session is left.
 pytest:
-	$(BIN)/pytest -q -m "not cluster and not every_profile"
+	$(BIN)/pytest -q -m "not cluster and not every_profile and not own_process"
+	$(BIN)/pytest -q -m "own_process and not cluster and not every_profile" tests/spark
 
 # Every Spark test: the marts against PostgreSQL's on every profile of the generator, and the
 # standalone cluster's (below).

@@ -38,7 +38,7 @@ from tapelens.spark.load import load_files, roll_back_killed
 from tapelens.spark.session import spark_session, stop_session
 from tapelens.spark.tables import TABLES, table_versions
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.own_process, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "catalog"
@@ -113,6 +113,7 @@ def killed(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 @pytest.fixture(scope="module")
 def spark(warehouse: Path, killed: dict[str, object]) -> Iterator[SparkSession]:
+    stop_session()  # a session another module left holds another warehouse
     session = spark_session("local[2]", warehouse, conf=CONF)
     yield session
     stop_session()
