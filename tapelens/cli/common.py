@@ -242,16 +242,26 @@ def nothing_matches(option: str, value: str, known: Sequence[str], shown: int = 
     )
 
 
+def _known_names_query(column: str) -> str:
+    """The live catalog's distinct datasets or dataset types, SQL both engines run."""
+    if column not in ("dataset", "dataset_type"):
+        raise ValueError(column)
+    return (
+        f"select distinct {column} from tapelens.tape_files where removed_at is null"
+        f" and {column} is not null order by 1"
+    )
+
+
 def known_names(conn: psycopg.Connection, column: str) -> list[str]:
     """The datasets or dataset types of the live catalog (column 'dataset' or 'dataset_type'),
     for the error of a filter that matched nothing."""
-    if column not in ("dataset", "dataset_type"):
-        raise ValueError(column)
-    query = sql.SQL(
-        "select distinct {c} from tapelens.tape_files where removed_at is null"
-        " and {c} is not null order by 1"
-    ).format(c=sql.Identifier(column))
-    return [str(row[0]) for row in conn.execute(query).fetchall()]
+    rows = conn.execute(sql.SQL(_known_names_query(column))).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def known_names_in(read: FrameReader, column: str) -> list[str]:
+    """known_names on either engine, through its frame reader."""
+    return [str(value) for value in read(_known_names_query(column))[column]]
 
 
 def limit_options(fn: F) -> F:

@@ -25,13 +25,14 @@ from tapelens.cli.common import (
     dataset_type_option,
     engine_reader,
     hidden_alias,
+    known_names_in,
     nothing_matches,
     pass_app,
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.errors import DatabaseError
-from tapelens.frames import FrameReader, missing_relation
+from tapelens.frames import missing_relation
 from tapelens.spark.settings import current_engine, engine_options
 
 report = BY_NAME["report"]
@@ -117,7 +118,7 @@ def _make(name: str) -> None:
             raise
         frame = rounded(frame)
         if frame.height == 0 and dataset_type:
-            known = _dataset_types(read)
+            known = known_names_in(read, "dataset_type")
             if dataset_type.upper() not in known:
                 raise nothing_matches("--dataset-type", dataset_type, known)
         if arranged:
@@ -129,15 +130,6 @@ def _make(name: str) -> None:
         if plot:
             plot_report(name, by, frame, Path(plot))
             click.echo(f"wrote {plot}", err=True)
-
-
-def _dataset_types(read: FrameReader) -> list[str]:
-    """The dataset types of the live catalog, for the error of a type that matched nothing."""
-    found = read(
-        "select distinct dataset_type from tapelens.tape_files"
-        " where removed_at is null and dataset_type is not null order by 1"
-    )
-    return [str(value) for value in found["dataset_type"]]
 
 
 for _name in DEFAULT_BY:
