@@ -1,71 +1,31 @@
-"""Database side of the duplicate clean-up plan: the live copies of every dataset that holds a
+"""Catalog side of the duplicate clean-up plan: the live copies of every dataset that holds a
 file with more than one live copy.
 
 All copies of those datasets, not only the duplicated files': whether a copy sits with its
-dataset depends on where the dataset's other files are. On a catalog of millions of copies the
-duplicated files are found first (one grouping pass over the live copies), then their datasets;
-the copies themselves come through model_inputs.read_live_copies (COPY, byte addresses, media
-type, tape state, checksum).
+dataset depends on where the dataset's other files are. One query, in SQL both engines run
+(read through tapelens.frames.FrameReader, on PostgreSQL or on the Spark tables): the duplicated
+files are found first (one grouping pass over the chosen live copies), then their datasets, then
+every live copy of those with its byte address on the tape (the marts' own definition,
+macros/tape_objects.sql), its tape's media type and state, and its checksum.
 """
 
 from __future__ import annotations
 
-import polars as pl
-import psycopg
-from psycopg import sql
+from typing import Any
 
-from tapelens.analysis.throughput.inputs import fetch, read_live_copies
+import polars as pl
+
+from tapelens.analysis.recall.store.addresses import tape_objects_sql
 from tapelens.catalog import file_identity
-from tapelens.errors import DatabaseError
+from tapelens.frames import FrameReader
+from tapelens.media import fill_media_from_labels
 
 UTC = pl.Datetime("us", "UTC")
 
-# The grouping pass hashes every live copy's file_id: in memory, not spilled (this transaction).
-WORK_MEM = "256MB"
-
-
-def duplicated_datasets(
-    conn: psycopg.Connection, dataset: str | None = None, dataset_type: str | None = None
-) -> list[str]:
-    """The datasets (of the chosen ones) holding a file with more than one live copy."""
-    where: list[sql.Composable] = [sql.SQL("removed_at is null")]
-    if dataset is not None:
-        where.append(sql.SQL("dataset = {}").format(sql.Literal(dataset)))
-    if dataset_type is not None:
-        where.append(sql.SQL("dataset_type = {}").format(sql.Literal(dataset_type)))
-    condition = sql.SQL(" and ").join(where)
-    query = sql.SQL(
-        """select distinct dataset from tapelens.tape_files
-           where {condition} and {file} in (
-               select {file} from tapelens.tape_files where {condition}
-               group by 1 having count(*) > 1)
-           order by dataset"""
-    ).format(condition=condition, file=sql.SQL(file_identity()))
-    try:
-        with conn.transaction():
-            conn.execute(sql.SQL("set local work_mem = {}").format(sql.Literal(WORK_MEM)))
-            rows = fetch(conn, query)
-    except psycopg.Error as exc:
-        raise DatabaseError(" ".join(str(exc).split())) from None
-    return [str(r[0]) for r in rows]
-
-
-def read_dedup_copies(
-    conn: psycopg.Connection, dataset: str | None = None, dataset_type: str | None = None
-) -> pl.DataFrame:
-    """Live copies of every chosen dataset that has a duplicated file, for analysis.dedup.plan:
-    file_id, dataset, dataset_type, volume, position, offset_bytes, aggregate_id, size_bytes,
-    copy_no, written_at (UTC), checksum, start_bytes, media_type, tape_state. Empty when no
-    file has a second live copy."""
-    datasets = duplicated_datasets(conn, dataset, dataset_type)
-    if not datasets:
-        return pl.DataFrame(schema=EMPTY_SCHEMA)
-    copies = read_live_copies(conn, datasets=datasets)
-    # read_live_copies takes the chosen datasets and any volume listed; none is listed here.
-    return copies.filter(pl.col("dataset").is_in(datasets))
-
-
-EMPTY_SCHEMA: dict[str, pl.DataType] = {
+SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "copy_id": pl.String(),
+    "path": pl.String(),
     "dataset": pl.String(),
     "dataset_type": pl.String(),
     "file_id": pl.String(),
@@ -81,3 +41,56 @@ EMPTY_SCHEMA: dict[str, pl.DataType] = {
     "media_type": pl.String(),
     "tape_state": pl.String(),
 }
+
+
+def dedup_copies_sql(read: FrameReader, conditions: list[str]) -> str:
+    """The query of read_dedup_copies, in `read`'s dialect, over the live copies `conditions`
+    (SQL on tapelens.tape_files' columns) choose."""
+    chosen = " and ".join(["removed_at is null", *conditions])
+    objects = tape_objects_sql(
+        "(select o.volume, o.position, o.size_bytes from tapelens.tape_files o"
+        " where o.volume in (select volume from wanted)) as on_tape",
+        spark=read.dialect.name == "spark",
+    )
+    return f"""
+with chosen as (
+    select {file_identity()} as file_id, dataset from tapelens.tape_files where {chosen}
+),
+duplicated as (
+    select distinct dataset from chosen
+    where file_id in (select file_id from chosen group by file_id having count(*) > 1)
+),
+wanted as (
+    select source, copy_id, path, dataset, dataset_type, {file_identity()} as file_id, volume,
+           position, offset_bytes, aggregate_id, size_bytes, copy_no, written_at, checksum
+    from tapelens.tape_files
+    where removed_at is null and dataset in (select dataset from duplicated)
+),
+addressed as (select volume, position, start_bytes as object_start from ({objects}) as objects)
+select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volume,
+       w.position, w.offset_bytes, w.aggregate_id, w.size_bytes, w.copy_no, w.written_at,
+       w.checksum, cast(a.object_start + coalesce(w.offset_bytes, 0) as bigint) as start_bytes,
+       coalesce(t.media_type, 'unknown') as media_type,
+       coalesce(t.state, 'unknown') as tape_state
+from wanted w
+left join addressed a on a.volume = w.volume and a.position = w.position
+left join tapelens.tapes t on t.volume = w.volume
+order by w.dataset, w.file_id, w.volume, w.position, w.copy_no, w.source, w.copy_id"""
+
+
+def read_dedup_copies(
+    read: FrameReader, dataset: str | None = None, dataset_type: str | None = None
+) -> pl.DataFrame:
+    """Live copies of every chosen dataset that has a duplicated file, for analysis.dedup.plan
+    (SCHEMA: file_id, dataset, volume, position, byte address, media type, tape state, checksum
+    ...; written_at in UTC), in a set order. Empty when no file has a second live copy."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    for column, value in (("dataset", dataset), ("dataset_type", dataset_type)):
+        if value is not None:
+            params.append(value)
+            conditions.append(f"{column} = {read.dialect.param(len(params))}")
+    frame = read(dedup_copies_sql(read, conditions), params)
+    if frame.height == 0:
+        return pl.DataFrame(schema=SCHEMA)
+    return fill_media_from_labels(frame.cast(SCHEMA))  # type: ignore[arg-type]

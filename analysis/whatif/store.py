@@ -12,19 +12,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 import psycopg
 from psycopg import sql
 
+from tapelens.analysis.recall.store.addresses import tape_objects_sql
 from tapelens.analysis.throughput import store as params_store
+from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.whatif.replay import Progress, WhatIfParams, arrival_note, compare
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
 from tapelens.catalog import file_identity
 from tapelens.errors import InputError
-from tapelens.frames import copy_frame
+from tapelens.frames import POSTGRES, Dialect, FrameReader, copy_frame
 from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import fill_media_from_labels
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 UTC_US = pl.Datetime("us", "UTC")
 DEFAULT_MEDIA = "LTO-8"
@@ -47,38 +53,45 @@ COPY_SCHEMA: dict[str, pl.DataType] = {
 }
 
 # Live copies on tapes not emptied by a repack, with the byte address of their tape object
-# (the sizes of the objects before it on the tape, removed copies included: their bytes stay on
-# the tape until it is repacked).
+# (the marts' own definition, macros/tape_objects.sql: the sizes of the objects before it on the
+# tape, removed copies included, for their bytes stay on the tape until it is repacked). SQL
+# both engines run; {written_at} is how the instant leaves the database.
 _COPIES = f"""
-with objects as (
-    select volume, position, sum(size_bytes)::numeric as object_bytes
-    from tapelens.tape_files
-    group by volume, position
-),
-addressed as (
-    select volume, position,
-           coalesce(sum(object_bytes) over (
-               partition by volume order by position
-               rows between unbounded preceding and 1 preceding), 0)::bigint as object_start
-    from objects
+with addressed as (
+    select volume, position, start_bytes as object_start from ({{objects}}) as objects
 )
 select {file_identity("f")} as file_id, f.path, f.dataset, f.dataset_type, f.experiment,
        f.size_bytes, f.volume,
        f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
-       extract(epoch from f.written_at) as written_at,
-       a.object_start + coalesce(f.offset_bytes, 0) as start_bytes,
+       {{written_at}} as written_at,
+       cast(a.object_start + coalesce(f.offset_bytes, 0) as bigint) as start_bytes,
        coalesce(t.media_type, 'unknown') as media_type
 from tapelens.tape_files as f
 left join addressed as a on a.volume = f.volume and a.position = f.position
 left join tapelens.tapes as t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'full') <> 'repacked'
+order by f.volume, f.position, f.offset_bytes, {file_identity("f")}, f.copy_no
 """
 
 
+def copies_sql(dialect: Dialect, written_at: str = "f.written_at") -> str:
+    """The query of every live copy (COPY_SCHEMA) in `dialect`'s SQL."""
+    objects = tape_objects_sql("tapelens.tape_files", spark=dialect.name == "spark")
+    return _COPIES.format(objects=objects, written_at=written_at)
+
+
 def read_copies(conn: psycopg.Connection) -> pl.DataFrame:
-    """Every live copy (COPY_SCHEMA; written_at as a UTC datetime)."""
-    frame = copy_frame(conn, sql.SQL(_COPIES), COPY_SCHEMA, epoch=("written_at",))
+    """Every live copy (COPY_SCHEMA; written_at as a UTC datetime), through COPY."""
+    query = sql.SQL(copies_sql(POSTGRES, "extract(epoch from f.written_at)"))
+    frame = copy_frame(conn, query, COPY_SCHEMA, epoch=("written_at",))
     return fill_media_from_labels(frame)
+
+
+def read_copies_from(read: FrameReader) -> pl.DataFrame:
+    """Every live copy (COPY_SCHEMA; written_at as a UTC datetime), on either engine."""
+    frame = read(copies_sql(read.dialect))
+    typed = {**COPY_SCHEMA, "written_at": UTC_US}
+    return fill_media_from_labels(frame.cast(typed))  # type: ignore[arg-type]
 
 
 def write_stream(copies: pl.DataFrame) -> pl.DataFrame:
@@ -153,17 +166,49 @@ def _window(frame: pl.DataFrame, column: str, options: CatalogOptions) -> pl.Dat
     return frame
 
 
-def _recall_setup(
-    conn: psycopg.Connection, options: CatalogOptions, media: set[str]
-) -> RecallSetup:
-    params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    readers = params_store.readable_by(conn)
-    drives = dict(options.drives) if options.drives else params_store.read_drives(conn)
+@dataclass(frozen=True)
+class SiteModel:
+    """What the site's recalls are predicted with: the model parameters per media type, the
+    drive types that read each, and the drives online per type."""
+
+    params: Mapping[str, ModelParams]
+    readers: Mapping[str, tuple[str, ...]]
+    online: Mapping[str, int]
+
+
+def site_model(conn: psycopg.Connection) -> SiteModel:
+    """The site's model on PostgreSQL: the calibrated parameters where a fit is current (else
+    the media catalog's), the media catalog's readers and the inventory's online drives."""
+    return SiteModel(
+        {m: p for m, (p, _) in params_store.params_in_use(conn).items()},
+        params_store.readable_by(conn),
+        params_store.read_drives(conn),
+    )
+
+
+def site_model_on_spark(spark: SparkSession) -> SiteModel:
+    """The site's model on the Spark tables: the media catalog's parameters and readers
+    (fits are stored on PostgreSQL, where `throughput calibrate` runs) and the online drives
+    of tapelens.drives."""
+    from tapelens.analysis.recall.store.on_spark import model_inputs
+    from tapelens.spark.read import spark_frame
+
+    params, readers = model_inputs(spark)
+    online = spark_frame(
+        spark,
+        "select drive_type, count(*) as drives from tapelens.drives where state = 'online'"
+        " group by drive_type order by drive_type",
+    )
+    return SiteModel(params, readers, {str(t): int(n) for t, n in online.iter_rows()})
+
+
+def _recall_setup(model: SiteModel, options: CatalogOptions, media: set[str]) -> RecallSetup:
+    drives = dict(options.drives) if options.drives else dict(model.online)
     if not drives:
         for name in sorted(media):
-            for drive_type in readers.get(name, ())[:1]:
+            for drive_type in model.readers.get(name, ())[:1]:
                 drives[drive_type] = 1
-    return RecallSetup(drives, params, readers)
+    return RecallSetup(drives, dict(model.params), dict(model.readers))
 
 
 def recall_setup(
@@ -171,22 +216,24 @@ def recall_setup(
 ) -> RecallSetup:
     """What the recall engine needs for the site: its calibrated parameters, which drives read
     which media, and `drives` (default: the site's online drives, else one per media type)."""
-    return _recall_setup(conn, CatalogOptions(drives=drives), media)
+    return _recall_setup(site_model(conn), CatalogOptions(drives=drives), media)
 
 
 def whatif_from_catalog(
-    conn: psycopg.Connection,
+    read: FrameReader,
+    model: SiteModel,
     policies: Sequence[str],
     params: WhatIfParams,
     options: CatalogOptions,
     progress: Progress | None = None,
 ) -> pl.DataFrame:
     """Replay the catalog's write stream under each policy and compare with the actual
-    placement (analysis/whatif/replay.py compare). The actual copies are those written in the
+    placement (analysis/whatif/replay.py compare), from the catalog `read` reads (on either
+    engine) and the site's `model` (site_model). The actual copies are those written in the
     window; their gaps are measured against every live copy on their tapes."""
     say = progress or (lambda _message: None)
     say("reading the live copies")
-    copies = read_copies(conn)
+    copies = read_copies_from(read)
     stream = _window(write_stream(copies), "arrived_at", options)
     if stream.height == 0:
         raise InputError("no files were written in the chosen window")
@@ -205,7 +252,7 @@ def whatif_from_catalog(
     recall = None
     if options.recall:
         present = set(copies["media_type"].unique().drop_nulls().to_list())
-        recall = _recall_setup(conn, options, present | {m for m, _ in schedule})
+        recall = _recall_setup(model, options, present | {m for m, _ in schedule})
     actual = file_gaps(copies)
     actual = _window(actual, "written_at", options)
     return compare(

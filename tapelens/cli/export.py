@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 import polars as pl
-import psycopg
 
 from tapelens.analysis.recall.exports import tape_rest
 from tapelens.analysis.recall.exports.tapeinfo import (
@@ -22,13 +21,20 @@ from tapelens.analysis.recall.exports.tapeinfo import (
     write_tapeinfo,
 )
 from tapelens.analysis.recall.requests.lists import read_requests
-from tapelens.analysis.recall.store.export_copies import recallable_copies, tape_fill
+from tapelens.analysis.recall.store.catalog import load_catalog
+from tapelens.analysis.recall.store.export_copies import (
+    recallable_copies,
+    recallable_of,
+    tape_fill,
+)
 from tapelens.analysis.sim.config import parse_duration
-from tapelens.analysis.throughput import store as params_store
-from tapelens.cli.common import App, F, order_option, pass_app
+from tapelens.cli.common import App, F, engine_reader, order_option, pass_app
 from tapelens.cli.output import emit, format_option
+from tapelens.cli.whatif import engine_site
 from tapelens.db import connection
 from tapelens.errors import InputError
+from tapelens.frames import FrameReader
+from tapelens.spark.settings import current_engine, engine_options
 
 
 def requests_option(fn: F) -> F:
@@ -41,13 +47,29 @@ def requests_option(fn: F) -> F:
     )(fn)
 
 
-def _recallable(conn: psycopg.Connection, requests_file: str | None) -> pl.DataFrame:
-    """The copies an export speaks of; none is an error."""
-    asked = read_requests(requests_file) if requests_file else None
-    copies = recallable_copies(conn, asked)
+def _recallable(app: App, read: FrameReader, requests_file: str | None) -> pl.DataFrame:
+    """The copies an export speaks of, on the engine the command runs on; none is an error."""
+    if requests_file is None:
+        copies = recallable_copies(read)
+    else:
+        copies = recallable_of(_requested_catalog(app, read_requests(requests_file)))
     if copies.height == 0:
         raise InputError("no live file on a tape that can be read now: nothing to export")
     return copies
+
+
+def _requested_catalog(app: App, asked: pl.DataFrame) -> pl.DataFrame:
+    """The live copies of the requested files, as `plan recall` reads them on either engine."""
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.analysis.recall.store import on_spark
+        from tapelens.spark.session import spark_session
+
+        return on_spark.load_catalog(
+            spark_session(engine.spark_master, engine.warehouse(app.home)), asked
+        )
+    with connection(app.dsn()) as conn:
+        return load_catalog(conn, asked)
 
 
 def path_map_option(fn: F) -> F:
@@ -91,6 +113,7 @@ def group() -> None:
     show_default=True,
     help="Where dCache's namespace starts: a path outside it is left out and listed.",
 )
+@engine_options
 @pass_app
 def dcache_tapeinfo(
     app: App,
@@ -113,9 +136,9 @@ def dcache_tapeinfo(
         tapelens export dcache-tapeinfo -o tapeinfo/ --path-map /hpss/atlas=/pnfs/example.org/atlas
     """
     mapping = parse_path_map(path_map)
-    with connection(app.dsn()) as conn:
-        copies = _recallable(conn, requests_file)
-        tapes = tape_fill(conn)
+    read = engine_reader(current_engine(), app.home, app.dsn)
+    copies = _recallable(app, read, requests_file)
+    tapes = tape_fill(read)
     info, files, left_out = tapeinfo(copies, tapes, mapping, dcache_root)
     directory = Path(output_dir)
     for path in write_tapeinfo(info, files, directory, fmt):
@@ -148,6 +171,7 @@ def dcache_tapeinfo(
     help="Stop at the first bad line of --pnfsid-map (default: refuse it alone and list it).",
 )
 @order_option
+@engine_options
 @pass_app
 def endit(
     app: App,
@@ -192,10 +216,9 @@ def endit(
                 f" {reason}): {listed}",
                 err=True,
             )
-    with connection(app.dsn()) as conn:
-        copies = _recallable(conn, requests_file)
-        params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    hints, left_out = endit_hints(copies, read_order, params, pnfsids, mapping)
+    read, model, _ = engine_site(app)
+    copies = _recallable(app, read, requests_file)
+    hints, left_out = endit_hints(copies, read_order, dict(model.params), pnfsids, mapping)
     write_endit_hints(hints, target)
     volumes = hints["volid"].n_unique()
     click.echo(f"wrote {target}: {hints.height:,} files on {volumes:,} volumes", err=True)

@@ -7,15 +7,13 @@ import click
 
 from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
-from tapelens.analysis.throughput import store
 from tapelens.cli.common import (
     INVENTORY_DRIVES,
     AliasedChoice,
     App,
     dataset_type_option,
     drives_option,
-    drives_or_inventory,
-    known_names,
+    known_names_in,
     limit_options,
     nothing_matches,
     pass_app,
@@ -23,8 +21,9 @@ from tapelens.cli.common import (
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
-from tapelens.db import connection
+from tapelens.cli.whatif import engine_site
 from tapelens.errors import InputError
+from tapelens.spark.settings import engine_options
 
 # One row per copy, dataset or tape: the words `report --by` uses; the plurals of before still
 # work.
@@ -51,6 +50,7 @@ DECIDES = {
 )
 @limit_options
 @format_option
+@engine_options
 @pass_app
 def dedup(
     app: App,
@@ -80,19 +80,15 @@ def dedup(
     """
     if dataset and dataset_type:
         raise click.UsageError("give --dataset or --dataset-type, not both")
-    with connection(app.dsn()) as conn:
-        drives = drives_or_inventory(conn, drives_spec)
-        copies = read_dedup_copies(conn, dataset=dataset, dataset_type=dataset_type)
-        if copies.height == 0 and (dataset or dataset_type):
-            option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
-            column = "dataset" if dataset else "dataset_type"
-            known = known_names(conn, column)
-            if value not in known:
-                raise nothing_matches(option, str(value), known)
-            raise InputError(f"{option} {value!r}: no file with more than one live copy")
-        params = {m: p for m, (p, _) in store.params_in_use(conn).items()}
-        readers = store.readable_by(conn)
-    result = dedup_plan(copies, params, drives, readers)
+    read, model, drives = engine_site(app, drives_spec, plan=True)
+    copies = read_dedup_copies(read, dataset=dataset, dataset_type=dataset_type)
+    if copies.height == 0 and (dataset or dataset_type):
+        option, value = ("--dataset", dataset) if dataset else ("--dataset-type", dataset_type)
+        known = known_names_in(read, "dataset" if dataset else "dataset_type")
+        if value not in known:
+            raise nothing_matches(option, str(value), known)
+        raise InputError(f"{option} {value!r}: no file with more than one live copy")
+    result = dedup_plan(copies, model.params, drives, model.readers)
     s = result.summary
     saved = s["mounts_saved"]
     change = f"save {saved}" if saved >= 0 else f"need {-saved} more"
