@@ -74,8 +74,10 @@ def spark_session(
     `warehouse` is any path Spark reaches: a local folder (the Delta tables in its `tables`
     folder, the embedded metastore in `metastore_db`), or `hdfs://`, `s3a://`... (the tables
     there, the metastore the site configures). `conf` sets further Spark settings; they win
-    over tapelens's small-machine defaults. A session already running in the process is
-    returned as it is (Spark keeps one per process)."""
+    over tapelens's small-machine defaults. A session already running in the process on the
+    same master and warehouse is returned as it is (Spark keeps one per process); one running
+    on another master or warehouse is stopped first, so that no command reads or writes the
+    tables of a warehouse it was not given."""
     where = str(warehouse)
     package = delta_package()
     settings = dict(DEFAULTS)
@@ -95,14 +97,44 @@ def spark_session(
     settings.update(conf or {})
     # The executors' Python is this one (pyspark and tapelens are installed in it).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _stop_if_elsewhere(master, settings["spark.sql.warehouse.dir"])
     builder = SparkSession.builder.master(master).appName(app_name).enableHiveSupport()
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
+def _running() -> SparkSession | None:
+    """The session this process runs, if any: the one getOrCreate would hand back (Spark keeps
+    it on the class, whatever thread made it), else this thread's active one."""
+    made = SparkSession._instantiatedSession
+    if made is not None and made._sc._jsc is not None:
+        return made
+    return SparkSession.getActiveSession()
+
+
+def _stop_if_elsewhere(master: str, warehouse_dir: str) -> None:
+    """Stop the running session when it was made for another master or warehouse: getOrCreate
+    would hand it back as it is, tables and metastore of the other warehouse included."""
+    running = _running()
+    if running is None:
+        return
+    made_for = running.sparkContext.getConf().get("spark.sql.warehouse.dir") or ""
+    if running.sparkContext.master == master and _place(made_for) == _place(warehouse_dir):
+        return
+    running.stop()
+
+
+def _place(warehouse_dir: str) -> str:
+    """A warehouse folder as one spelling: the session's Hive state rewrites file:///x as
+    file:/x once it starts."""
+    if is_local(warehouse_dir):
+        return str(local_path(warehouse_dir))
+    return warehouse_dir.rstrip("/")
+
+
 def stop_session() -> None:
     """Stop the process's Spark session and its JVM, if one runs."""
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
+    running = _running()
+    if running is not None:
+        running.stop()
