@@ -14,6 +14,7 @@ recorded placement, the advice is to keep writing as now. Pure: frames in, frame
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,6 +71,8 @@ FIGURE_COLUMNS = (
     "file_id",
 )
 TIE_SHARE = 0.005  # recall hours this close are a tie
+# Placements priced at once: the machines it runs on have two cores or more.
+PRICED_AT_ONCE = 2
 HOUR_S = 3600.0
 
 Progress = Callable[[str], None]
@@ -142,43 +145,57 @@ def advise(
         replace(params, write_drives=options.open_families, drives_by_pool=()), pools, pool_bytes
     )
     open_map = tuple(zip(pools, (int(x) for x in open_per_pool), strict=True))
-    rows: list[dict[str, object]] = []
-    say(f"pricing the recorded placement ({copies.height:,} copies)")
-    recorded = _with_pool(copies, stream)
-    rows += _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
-    del recorded
     stream_figures = _StreamFigures.of(prepared, campaigns)
-    replayed_by_level: dict[int, FamilyReplay] = {}
-    families_of: dict[int, np.ndarray] = {}
+    inputs = _RecallInputs(campaigns, recall, params)
+    prepared.migrations(params)  # cut once here, not by two replays at a time
     sizes = a.size.astype(np.float64)
+    families_of: dict[int, np.ndarray] = {}
+    same_as: dict[int, int] = {}
     for level in options.levels:
-        policy = FamilyPolicy(level, open_map, options.min_family_bytes)
         codes = family_codes(prepared.groups, a.pool, sizes, level, options.min_family_bytes)
         # A level that names no group of its own (few senders name level 4, KIT only level
         # 3) gives every file the family of a level already replayed: the same placement.
         same = next((k for k, c in families_of.items() if np.array_equal(c, codes)), None)
-        if same is not None:
-            say(f"hint level {level} makes the families of level {same}: the same placement")
-            replayed_by_level[level] = replayed_by_level[same]
-            rows += [
-                {**row, "placement": f"level {level}", "level": level}
-                for row in rows
-                if row["level"] == same
-            ]
-            continue
-        families_of[level] = codes
+        if same is None:
+            families_of[level] = codes
+        else:
+            same_as[level] = same
+
+    def price_recorded() -> list[dict[str, object]]:
+        say(f"pricing the recorded placement ({copies.height:,} copies)")
+        recorded = _with_pool(copies, stream)
+        return _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
+
+    def price_level(level: int) -> tuple[FamilyReplay, list[dict[str, object]]]:
         say(f"replaying the writes collocated by hint level {level}")
-        replayed = replay_family_arrays(prepared, params, policy, codes)
-        replayed_by_level[level] = replayed
-        rows += _replay_figures(
-            prepared,
-            replayed,
-            stream_figures,
-            _RecallInputs(campaigns, recall, params),
-            f"level {level}",
-            level,
-            dict(open_map),
+        policy = FamilyPolicy(level, open_map, options.min_family_bytes)
+        replayed = replay_family_arrays(prepared, params, policy, families_of[level])
+        figures = _replay_figures(
+            prepared, replayed, stream_figures, inputs, f"level {level}", level, dict(open_map)
         )
+        return replayed, figures
+
+    # The recorded placement and each level are priced apart, two at a time: numpy's sorts
+    # and Polars release the GIL, so two threads keep both cores busy, while a third would
+    # add its working set (a few GB at 10,000,000 copies) without a core to run on.
+    with ThreadPoolExecutor(max_workers=PRICED_AT_ONCE) as workers:
+        recorded_rows = workers.submit(price_recorded)
+        by_level = {level: workers.submit(price_level, level) for level in families_of}
+        rows = recorded_rows.result()
+        replayed_by_level: dict[int, FamilyReplay] = {}
+        for level in options.levels:
+            if level in same_as:
+                same = same_as[level]
+                say(f"hint level {level} makes the families of level {same}: the same placement")
+                replayed_by_level[level] = replayed_by_level[same]
+                rows += [
+                    {**row, "placement": f"level {level}", "level": level}
+                    for row in rows
+                    if row["level"] == same
+                ]
+                continue
+            replayed_by_level[level], level_rows = by_level[level].result()
+            rows += level_rows
     table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
     advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
         "pool", "level"
