@@ -14,6 +14,7 @@ Delta Lake's jars come from Maven Central through Spark's own resolver (spark.ja
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from importlib import metadata
@@ -25,16 +26,46 @@ from tapelens.errors import ConfigError
 
 SCALA = "2.13"
 
-# Small-machine defaults a site overrides through `conf` (or spark-defaults.conf on a cluster).
+# Small-machine defaults: a site's spark-defaults.conf (or `conf`) sets its own.
 DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "16",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+}
+# What tapelens's answers need, whatever the site's configuration says: instants in UTC (a
+# report's months), Delta Lake's SQL (MERGE, RESTORE, DESCRIBE HISTORY) and its catalog for
+# spark_catalog.
+REQUIRED: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
-    # Delta Lake: its SQL (MERGE, RESTORE, DESCRIBE HISTORY) and its catalog for spark_catalog.
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+
+
+def site_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of the site's spark-defaults.conf, where spark-submit reads it
+    (SPARK_CONF_DIR, else SPARK_HOME/conf): a session's settings are passed to spark-submit on
+    its command line and would override the file's, so the defaults leave its names alone."""
+    env = os.environ if env is None else env
+    folder = env.get("SPARK_CONF_DIR") or (
+        str(Path(env["SPARK_HOME"]) / "conf") if env.get("SPARK_HOME") else ""
+    )
+    if not folder:
+        return {}
+    try:
+        text = (Path(folder) / "spark-defaults.conf").read_text()
+    except OSError:
+        return {}
+    # A Java properties file: the key, then blanks, '=' or ':', then the value.
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        entry = _PROPERTY.match(line.strip())
+        if entry and not line.strip().startswith(("#", "!")):
+            found[entry["key"]] = entry["value"].strip()
+    return found
+
+
+_PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
 
 
 def delta_package() -> str:
@@ -62,6 +93,31 @@ def local_path(path: str) -> Path:
     return Path(path.removeprefix("file://").removeprefix("file:")).expanduser().absolute()
 
 
+def session_settings(
+    warehouse: str, conf: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The settings a session of `warehouse` is built with: the small-machine defaults the
+    site's spark-defaults.conf does not set, what tapelens's answers need, the warehouse and
+    its metastore, Delta Lake's jar, then `conf` over all of them."""
+    site = site_settings(env)
+    settings = {k: v for k, v in DEFAULTS.items() if k not in site}
+    settings.update(REQUIRED)
+    if is_local(warehouse):
+        root = local_path(warehouse)
+        settings["spark.sql.warehouse.dir"] = (root / "tables").as_uri()
+        settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
+        )
+        # derby.log beside the metastore rather than in the working directory.
+        settings["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={root}"
+    else:
+        settings["spark.sql.warehouse.dir"] = warehouse.rstrip("/") + "/tables"
+    # Resolved through the local Ivy cache once scripts/install-spark has filled it.
+    settings["spark.jars.packages"] = delta_package()
+    settings.update(conf or {})
+    return settings
+
+
 def spark_session(
     master: str,
     warehouse: str | Path,
@@ -73,28 +129,15 @@ def spark_session(
 
     `warehouse` is any path Spark reaches: a local folder (the Delta tables in its `tables`
     folder, the embedded metastore in `metastore_db`), or `hdfs://`, `s3a://`... (the tables
-    there, the metastore the site configures). `conf` sets further Spark settings; they win
-    over tapelens's small-machine defaults. A session already running in the process on the
+    there, the metastore the site configures). `conf` sets further Spark settings
+    (`session_settings`). A session already running in the process on the
     same master and warehouse is returned as it is (Spark keeps one per process); one running
     on another master or warehouse is stopped first, so that no command reads or writes the
     tables of a warehouse it was not given."""
     where = str(warehouse)
-    package = delta_package()
-    settings = dict(DEFAULTS)
     if is_local(where):
-        root = local_path(where)
-        root.mkdir(parents=True, exist_ok=True)
-        settings["spark.sql.warehouse.dir"] = (root / "tables").as_uri()
-        settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
-            f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
-        )
-        # derby.log beside the metastore rather than in the working directory.
-        settings["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={root}"
-    else:
-        settings["spark.sql.warehouse.dir"] = where.rstrip("/") + "/tables"
-    # Resolved through the local Ivy cache once scripts/install-spark has filled it.
-    settings["spark.jars.packages"] = package
-    settings.update(conf or {})
+        local_path(where).mkdir(parents=True, exist_ok=True)
+    settings = session_settings(where, conf)
     # The executors' Python is this one (pyspark and tapelens are installed in it).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _stop_if_elsewhere(master, settings["spark.sql.warehouse.dir"])

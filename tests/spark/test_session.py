@@ -1,6 +1,9 @@
-"""`spark_session` hands back the process's running session only when it was made for the same
-master and warehouse: a command given another warehouse gets a session on that one, never the
-tables of the last (getOrCreate alone would return the running session as it is)."""
+"""The session tapelens builds: the site's spark-defaults.conf keeps the settings it names
+(spark-submit would otherwise let the session's command line override them), what tapelens's
+answers need holds whatever it says; and `spark_session` hands back the process's running
+session only when it was made for the same master and warehouse: a command given another
+warehouse gets a session on that one, never the tables of the last (getOrCreate alone would
+return the running session as it is)."""
 
 from __future__ import annotations
 
@@ -11,13 +14,44 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("delta")
 
-from tapelens.spark.session import spark_session, stop_session  # noqa: E402
-
-pytestmark = [pytest.mark.slow, pytest.mark.own_process, pytest.mark.timeout(900)]
+from tapelens.spark.session import (  # noqa: E402
+    REQUIRED,
+    session_settings,
+    site_settings,
+    spark_session,
+    stop_session,
+)
 
 CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 
 
+def test_the_site_configuration_keeps_what_it_sets(tmp_path: Path) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(
+        "# the site's cluster\n"
+        "spark.sql.shuffle.partitions   320\n"
+        "spark.ui.enabled=true\n"
+        "spark.sql.session.timeZone  Europe/Zurich\n"
+    )
+    env = {"SPARK_CONF_DIR": str(conf_dir)}
+    assert site_settings(env)["spark.sql.shuffle.partitions"] == "320"
+    on_site = session_settings("hdfs://namenode:8020/tape/tapelens/", env=env)
+    assert "spark.sql.shuffle.partitions" not in on_site and "spark.ui.enabled" not in on_site
+    assert {k: on_site[k] for k in REQUIRED} == REQUIRED, (
+        "UTC and Delta Lake whatever the site says"
+    )
+    assert on_site["spark.sql.warehouse.dir"] == "hdfs://namenode:8020/tape/tapelens/tables"
+    alone = session_settings(str(tmp_path / "w"), env={})
+    assert alone["spark.sql.shuffle.partitions"] == "16"
+    assert alone["spark.sql.warehouse.dir"] == (tmp_path / "w" / "tables").as_uri()
+    given = session_settings(str(tmp_path / "w"), {"spark.sql.shuffle.partitions": "4"}, env=env)
+    assert given["spark.sql.shuffle.partitions"] == "4"
+
+
+@pytest.mark.slow
+@pytest.mark.own_process
+@pytest.mark.timeout(900)
 def test_a_session_of_another_warehouse_is_not_handed_back(tmp_path: Path) -> None:
     stop_session()
     first, second = tmp_path / "first", tmp_path / "second"
