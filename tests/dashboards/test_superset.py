@@ -15,6 +15,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,6 @@ def test_every_chart_returns_rows(client: SupersetClient) -> None:
 
 
 def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) -> None:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} missing: run scripts/install-browser")
-    from playwright.sync_api import sync_playwright
-
     dashboards = sorted(client.dashboards(), key=lambda d: d["slug"])
     assert [d["slug"] for d in dashboards] == [
         "drives-and-media",
@@ -140,45 +137,53 @@ def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) ->
         "write-placement",
     ]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with admin_browser(served) as (browser, page):
+        for dashboard in dashboards:
+            page.goto(f"{served.url}/superset/dashboard/{dashboard['slug']}/")
+            shot = SCREENSHOTS / f"{dashboard['slug']}.png"
+            holders = _settled_screenshot(page, shot)
+            errors = page.locator(
+                "[data-test='dashboard-component-chart-holder'] [role='alert'], .ant-alert-error"
+            )
+            assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+            empty = page.locator(
+                "[data-test='dashboard-component-chart-holder']:has-text('No results')"
+            )
+            assert empty.count() == 0, (dashboard["slug"], empty.first.inner_text())
+            assert holders >= 3
+            assert shot.stat().st_size > 30_000
+        # Every native filter set at once: each applies only to charts that have its column.
+        for dashboard in dashboards:
+            page.goto(
+                f"{served.url}/superset/dashboard/{dashboard['slug']}/"
+                f"?native_filters={_filter_state(dashboard['uuid'])}"
+            )
+            _settled_screenshot(page, SCREENSHOTS / f"{dashboard['slug']}-filtered.png")
+            errors = page.locator("[data-test='dashboard-component-chart-holder'] [role='alert']")
+            assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
+        # The read-only viewer sees the dashboard, with no way to edit it.
+        viewer = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
+        log_in(viewer, served.url, VIEWER_USER, str(served.generated_viewer_password))
+        viewer.goto(f"{served.url}/superset/dashboard/drives-and-media/")
+        holders = _settled_screenshot(viewer, SCREENSHOTS / "drives-and-media-viewer.png")
+        assert holders >= 3
+        assert viewer.get_by_role("button", name="Edit dashboard").count() == 0
+        assert viewer.get_by_text("SQL", exact=True).count() == 0  # no SQL menu
+
+
+@contextmanager
+def admin_browser(served: Served) -> Iterator[tuple[Any, Any]]:
+    """Debian's chromium, headless, with a page logged in to `served` as its admin."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} missing: run scripts/install-browser")
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1200})
             log_in(page, served.url, ADMIN_USER, str(served.generated_password))
-            for dashboard in dashboards:
-                page.goto(f"{served.url}/superset/dashboard/{dashboard['slug']}/")
-                shot = SCREENSHOTS / f"{dashboard['slug']}.png"
-                holders = _settled_screenshot(page, shot)
-                errors = page.locator(
-                    "[data-test='dashboard-component-chart-holder'] [role='alert'], "
-                    ".ant-alert-error"
-                )
-                assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
-                empty = page.locator(
-                    "[data-test='dashboard-component-chart-holder']:has-text('No results')"
-                )
-                assert empty.count() == 0, (dashboard["slug"], empty.first.inner_text())
-                assert holders >= 3
-                assert shot.stat().st_size > 30_000
-            # Every native filter set at once: each applies only to charts that have its column.
-            for dashboard in dashboards:
-                page.goto(
-                    f"{served.url}/superset/dashboard/{dashboard['slug']}/"
-                    f"?native_filters={_filter_state(dashboard['uuid'])}"
-                )
-                _settled_screenshot(page, SCREENSHOTS / f"{dashboard['slug']}-filtered.png")
-                errors = page.locator(
-                    "[data-test='dashboard-component-chart-holder'] [role='alert']"
-                )
-                assert errors.count() == 0, (dashboard["slug"], errors.first.inner_text())
-            # The read-only viewer sees the dashboard, with no way to edit it.
-            viewer = browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
-            log_in(viewer, served.url, VIEWER_USER, str(served.generated_viewer_password))
-            viewer.goto(f"{served.url}/superset/dashboard/drives-and-media/")
-            holders = _settled_screenshot(viewer, SCREENSHOTS / "drives-and-media-viewer.png")
-            assert holders >= 3
-            assert viewer.get_by_role("button", name="Edit dashboard").count() == 0
-            assert viewer.get_by_text("SQL", exact=True).count() == 0  # no SQL menu
+            yield browser, page
         finally:
             browser.close()
 

@@ -27,12 +27,10 @@ from tapelens.dashboards.superset.api import SupersetClient
 from tapelens.dashboards.superset.install import ADMIN_USER, SupersetHome
 from tapelens.dashboards.superset.server import stop
 from tests.dashboards.test_superset import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     SCREENSHOTS,
     _settled_screenshot,
+    admin_browser,
     home,  # noqa: F401 - the fixture
-    log_in,
     site_dsn,  # noqa: F401 - the fixture
 )
 from tests.fixtures.cli import run
@@ -289,10 +287,6 @@ def test_the_advice_charts_show_the_advice_plan_families_kept(
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_advice_renders_in_chromium(advice_served: Served, advice_dsn: str) -> None:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} missing: run scripts/install-browser")
-    from playwright.sync_api import sync_playwright
-
     board, _, _ = _board()
     # Superset holds the header's markdown in a chart holder too.
     holding = [
@@ -303,28 +297,22 @@ def test_the_advice_renders_in_chromium(advice_served: Served, advice_dsn: str) 
     _, _, families = _kept(advice_dsn)
     largest = max(families, key=lambda f: (f["bytes"], f["name"]))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            log_in(page, advice_served.url, ADMIN_USER, str(advice_served.generated_password))
-            page.goto(f"{advice_served.url}/superset/dashboard/write-placement/")
-            shot = SCREENSHOTS / "write-placement-advice.png"
-            assert _settled_screenshot(page, shot) == len(holding)
-            holders = page.locator("[data-test='dashboard-component-chart-holder']")
-            errors = holders.locator("[role='alert']")
-            assert errors.count() == 0, errors.first.inner_text()
-            assert holders.filter(has_text="No results").count() == 0
-            table = holders.filter(has_text=FAMILIES)
-            assert table.get_by_text(largest["name"], exact=True).count() == 1
-            shots = {HOURS: "hours", MOUNTS: "mounts", COST: "cost", FAMILIES: "families"}
-            for name, short in shots.items():
-                chart = holders.filter(has_text=name)
-                if name != FAMILIES:
-                    assert chart.locator("canvas, svg").count() >= 1, name
-                # Each chart on its own, scrolled into view: a picture of it, not a blank.
-                shot = SCREENSHOTS / f"write-placement-advice-{short}.png"
-                chart.screenshot(path=str(shot))
-                assert shot.stat().st_size > 10_000, name
-        finally:
-            browser.close()
+    with admin_browser(advice_served) as (_, page):
+        page.goto(f"{advice_served.url}/superset/dashboard/write-placement/")
+        shot = SCREENSHOTS / "write-placement-advice.png"
+        assert _settled_screenshot(page, shot) == len(holding)
+        holders = page.locator("[data-test='dashboard-component-chart-holder']")
+        errors = holders.locator("[role='alert']")
+        assert errors.count() == 0, errors.first.inner_text()
+        assert holders.filter(has_text="No results").count() == 0
+        table = holders.filter(has_text=FAMILIES)
+        assert table.get_by_text(largest["name"], exact=True).count() == 1
+        shots = {HOURS: "hours", MOUNTS: "mounts", COST: "cost", FAMILIES: "families"}
+        for name, short in shots.items():
+            chart = holders.filter(has_text=name)
+            if name != FAMILIES:
+                assert chart.locator("canvas, svg").count() >= 1, name
+            # Each chart on its own, scrolled into view: a picture of it, not a blank.
+            shot = SCREENSHOTS / f"write-placement-advice-{short}.png"
+            chart.screenshot(path=str(shot))
+            assert shot.stat().st_size > 10_000, name
