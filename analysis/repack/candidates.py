@@ -1,5 +1,10 @@
 """What the repack screens share: the live copies they read (CopyReader), the files left
-unavailable, the catalog queries they frame, and a dataset candidate's row.
+unavailable, the queries they frame, and a dataset candidate's row.
+
+Every query here and in the screens is written once, in SQL that PostgreSQL and Spark both run,
+and read through the engine's FrameReader (tapelens.frames): the few forms the engines spell
+differently (a list parameter unnested, the float type, the markers) come from its Dialect.
+Rows come back typed by a schema of their own, so that either engine's frames are the same.
 
 Its own module so that every screen, store.py's and hint_groups.py's, uses them without
 importing the advisor's store (which lists the screens).
@@ -7,17 +12,101 @@ importing the advisor's store (which lists the screens).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
-import psycopg
-from psycopg import sql
 
-from tapelens.analysis.throughput.inputs import fetch, read_live_copies
+from tapelens.analysis.recall.store.addresses import tape_objects_sql
+from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
+from tapelens.frames import SPARK, Dialect, FrameReader
+from tapelens.media import fill_media_from_labels
 
 UNAVAILABLE = {"path": pl.String, "file_id": pl.String, "size_bytes": pl.Int64, "reason": pl.String}
+UTC = pl.Datetime("us", "UTC")
+
+# The live copies a repack weighs, with their byte address, media type, tape state and
+# checksum: what analysis.throughput.inputs.read_live_copies reads on PostgreSQL.
+LIVE_COPIES: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "copy_id": pl.String(),
+    "path": pl.String(),
+    "dataset": pl.String(),
+    "dataset_type": pl.String(),
+    "file_id": pl.String(),
+    "volume": pl.String(),
+    "position": pl.Int64(),
+    "offset_bytes": pl.Int64(),
+    "aggregate_id": pl.String(),
+    "size_bytes": pl.Int64(),
+    "copy_no": pl.Int32(),
+    "written_at": UTC,
+    "checksum": pl.String(),
+    "start_bytes": pl.Int64(),
+    "media_type": pl.String(),
+    "tape_state": pl.String(),
+}
+# The copies in one order whatever the engine gave them in: what is chosen from them on ties
+# (copy choice, read order) is then the same on both.
+COPY_ORDER = ["volume", "position", "offset_bytes", "file_id", "copy_no", "source", "copy_id"]
+
+
+def in_list(d: Dialect, column: str, n: int) -> str:
+    """SQL that `column` is one of the n-th parameter's elements (a list bound as one array)."""
+    return f"{column} in (select {d.unnest(d.param(n))})"
+
+
+def frame(
+    read: FrameReader, query: str, schema: Mapping[str, pl.DataType], params: Sequence[Any] = ()
+) -> pl.DataFrame:
+    """The rows of `query`, its columns named and typed by `schema` in their order."""
+    rows = read(query, params)
+    named = zip(rows.columns, schema.items(), strict=True)
+    return rows.select(pl.col(got).cast(dtype).alias(name) for got, (name, dtype) in named)
+
+
+def live_copies(
+    read: FrameReader, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
+) -> pl.DataFrame:
+    """Live copies of the given datasets and on the given volumes (either), with byte address
+    (macros/tape_objects.sql over every copy of their tapes, removed ones included), media
+    type, tape state and checksum, in COPY_ORDER."""
+    d = read.dialect
+    params: list[Any] = []
+    wanted = []
+    for column, keys in (("dataset", datasets), ("volume", volumes)):
+        if keys:
+            params.append(sorted(set(keys)))
+            wanted.append(in_list(d, column, len(params)))
+    if not wanted:
+        return pl.DataFrame(schema=LIVE_COPIES)
+    objects = tape_objects_sql(
+        "(select o.volume, o.position, o.size_bytes from tapelens.tape_files as o"
+        " where o.volume in (select volume from wanted)) as on_tape",
+        spark=d == SPARK,
+    )
+    query = f"""
+        with wanted as (
+            select source, copy_id, path, dataset, dataset_type, {file_identity()} as file_id,
+                   volume, position, offset_bytes, aggregate_id, size_bytes, copy_no,
+                   written_at, checksum
+            from tapelens.tape_files
+            where removed_at is null and ({" or ".join(wanted)})
+        ),
+        addressed as (select volume, position, start_bytes from ({objects}) as objects)
+        select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volume,
+               w.position, w.offset_bytes, w.aggregate_id, w.size_bytes, w.copy_no,
+               w.written_at, w.checksum,
+               cast(a.start_bytes + coalesce(w.offset_bytes, 0) as bigint) as start_bytes,
+               coalesce(t.media_type, 'unknown') as media_type,
+               coalesce(t.state, 'unknown') as tape_state
+        from wanted as w
+        left join addressed as a on a.volume = w.volume and a.position = w.position
+        left join tapelens.tapes as t on t.volume = w.volume"""
+    copies = frame(read, query, LIVE_COPIES, params).sort(COPY_ORDER, nulls_last=False)
+    return fill_media_from_labels(copies)
 
 
 @dataclass
@@ -32,9 +121,9 @@ class CopyReader:
     lost: list[pl.DataFrame] = field(default_factory=list)
 
     def __call__(
-        self, conn: psycopg.Connection, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
+        self, read: FrameReader, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
     ) -> pl.DataFrame:
-        copies = read_live_copies(conn, datasets=datasets, volumes=volumes)
+        copies = live_copies(read, datasets=datasets, volumes=volumes)
         can = pl.col("media_type").is_in(list(self.readable))
         self.kept.append(copies.filter(can).select("file_id"))
         self.lost.append(copies.filter(~can))
@@ -65,32 +154,40 @@ class CopyReader:
         )
 
 
-def frame(conn: psycopg.Connection, query: sql.Composable, names: list[str]) -> pl.DataFrame:
-    """The rows of `query` as a frame with the given column names."""
-    rows = fetch(conn, query)
-    return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
-
-
-def tapes_only_of(conn: psycopg.Connection, copies: pl.DataFrame) -> pl.DataFrame:
+def tapes_only_of(read: FrameReader, copies: pl.DataFrame) -> pl.DataFrame:
     """Per (dataset, volume) of `copies`: whether the dataset's copies are all the volume's
     live copies (repacking the dataset away empties the cartridge)."""
-    volumes = copies["volume"].unique().to_list()
-    rows = fetch(
-        conn,
-        sql.SQL(
-            "select volume, files, capacity_bytes from {}.fct_tape_occupancy where volume = any(%s)"
-        ).format(sql.Identifier(MARTS_SCHEMA)),
-        (volumes,),
-    )
-    totals = pl.DataFrame(
-        rows, schema=["volume", "_files", "_capacity"], orient="row", infer_schema_length=None
-    )
+    volumes = sorted(copies["volume"].unique().to_list())
+    schema = {"volume": pl.String(), "_files": pl.Int64(), "_capacity": pl.Int64()}
+    totals = pl.DataFrame(schema=schema)
+    if volumes:
+        totals = frame(
+            read,
+            f"select volume, files, capacity_bytes from {MARTS_SCHEMA}.fct_tape_occupancy"
+            f" where {in_list(read.dialect, 'volume', 1)}",
+            schema,
+            [volumes],
+        )
     return (
         copies.group_by("dataset", "volume")
         .agg(pl.len().alias("_mine"))
         .join(totals, on="volume", how="left")
         .with_columns((pl.col("_mine") >= pl.col("_files")).alias("_only"))
     )
+
+
+def datasets_on(read: FrameReader, volumes: Sequence[str]) -> list[str]:
+    """The datasets with a live copy on any of `volumes`, by name."""
+    if not volumes:
+        return []
+    found = frame(
+        read,
+        "select distinct dataset from tapelens.tape_files"
+        f" where removed_at is null and {in_list(read.dialect, 'volume', 1)}",
+        {"dataset": pl.String()},
+        [sorted(set(volumes))],
+    )
+    return sorted(found["dataset"].drop_nulls().to_list())
 
 
 def dataset_candidates(
@@ -135,4 +232,13 @@ def dataset_candidates(
     )
 
 
-__all__ = ["UNAVAILABLE", "CopyReader", "dataset_candidates", "frame", "tapes_only_of"]
+__all__ = [
+    "UNAVAILABLE",
+    "CopyReader",
+    "dataset_candidates",
+    "datasets_on",
+    "frame",
+    "in_list",
+    "live_copies",
+    "tapes_only_of",
+]

@@ -1,4 +1,4 @@
-"""The repack advisor against the database: screen candidates on the marts, read their copies,
+"""The repack advisor against the tables: screen candidates on the marts, read their copies,
 build each repack's placement, weigh them (analysis/repack/advisor.py).
 
 Screening reads the small per-dataset and per-tape marts (dim_datasets, fct_tape_occupancy,
@@ -6,17 +6,21 @@ fct_dataset_tape_gaps, and the placement costs the marts build priced,
 analysis/recall/datasets/stored.py), so a 10 M-copy catalog costs only the copies of the
 screened candidates. Scattered datasets are screened by their placement cost, the figure every
 command quotes; the screens only choose which candidates the throughput model weighs.
+
+The same queries run on PostgreSQL and on Spark (analysis/repack/candidates.py): `advise_from`
+reads through the engine's FrameReader and weighs what it read with the same Python on
+either; `advise` is it on a PostgreSQL connection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 import psycopg
-from psycopg import sql
+from psycopg.types.string import StrDumper
 
 from tapelens.analysis.dedup import plan as dedup
 from tapelens.analysis.recall.datasets.stored import DATASETS as PLACED_DATASETS
@@ -28,14 +32,15 @@ from tapelens.analysis.repack.candidates import (
     UNAVAILABLE,
     CopyReader,
     dataset_candidates,
+    datasets_on,
     frame,
     tapes_only_of,
 )
-from tapelens.analysis.throughput.inputs import fetch
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.errors import InputError
+from tapelens.errors import DatabaseError, InputError
+from tapelens.frames import POSTGRES, SPARK, FrameReader, missing_relation, one_line
 from tapelens.tape_states import WRITTEN_NO_MORE
 
 SCATTERED_MIN_MEAN_GAP = 1.2
@@ -69,20 +74,32 @@ class RepackAdvice:
 def advise(
     conn: psycopg.Connection, options: RepackOptions, progress: Progress | None = None
 ) -> RepackAdvice:
-    """Screen, evaluate and rank the repack candidates of the catalog in `conn`."""
-    say = progress or (lambda _msg: None)
+    """Screen, evaluate and rank the repack candidates of the catalog in `conn` (PostgreSQL),
+    with the model parameters in use there."""
     params = {m: p for m, (p, _) in params_in_use(conn).items()}
-    readers = readable_by(conn)
-    _require_marts(conn)
-    read = CopyReader(frozenset(readable_media(options.drive_counts, readers)))
+    return advise_from(connection_reader(conn), options, params, readable_by(conn), progress)
+
+
+def advise_from(
+    read: FrameReader,
+    options: RepackOptions,
+    params: Mapping[str, ModelParams],
+    readers: Mapping[str, tuple[str, ...]],
+    progress: Progress | None = None,
+) -> RepackAdvice:
+    """Screen, evaluate and rank the repack candidates of the tables `read` reads (either
+    engine), each weighed with `params` on drives that read the media `readers` says."""
+    say = progress or (lambda _msg: None)
+    _require_marts(read)
+    copies = CopyReader(frozenset(readable_media(options.drive_counts, dict(readers))))
     built: list[tuple[pl.DataFrame, scenarios.Scenario]] = []
     for kind in options.kinds:
         say(f"screening {kind}")
-        found = SCREENS[kind](conn, options, params, read)
+        found = SCREENS[kind](read, options, params, copies)
         if found[0].height:
             say(f"weighing {found[0].height} {kind} candidate(s)")
             built.append(found)
-    unavailable = read.unavailable()
+    unavailable = copies.unavailable()
     candidates = pl.concat([c for c, _ in built], how="diagonal_relaxed") if built else None
     scenario = scenarios.Scenario.concat([s for _, s in built])
     if unavailable.height and scenario.now.is_empty():
@@ -102,7 +119,7 @@ def advise(
         scenario.write,
         params,
         options,
-        readers,
+        dict(readers),
     )
     return RepackAdvice(ranked, _summary(ranked, options), unavailable)
 
@@ -131,15 +148,47 @@ def _summary(ranked: pl.DataFrame, options: RepackOptions) -> dict[str, Any]:
     }
 
 
-def _require_marts(conn: psycopg.Connection) -> None:
-    rows = fetch(
-        conn,
-        "select count(*) from information_schema.tables where table_schema = %s"
-        " and table_name in ('dim_datasets', 'fct_tape_occupancy')",
-        (MARTS_SCHEMA,),
-    )
-    if int(rows[0][0]) < 2:
-        raise InputError("the marts are missing: run `tapelens marts build` first")
+def connection_reader(conn: psycopg.Connection) -> FrameReader:
+    """Frames read on an open PostgreSQL connection (PostgreSQL's own $1 markers, each query in
+    a savepoint of its own so that a refused one leaves the connection usable)."""
+
+    def run(query: str, params: Sequence[Any]) -> pl.DataFrame:
+        try:
+            with conn.transaction(), psycopg.RawCursor(conn) as cur:
+                # Strings as text (not untyped): a list is then a text[] that unnest() takes.
+                cur.adapters.register_dumper(str, StrDumper)
+                cur.execute(query, list(params))
+                names = [c.name for c in cur.description or ()]
+                rows = cur.fetchall()
+        except psycopg.Error as exc:
+            raise DatabaseError(one_line(exc)) from None
+        # Instants as the engines' readers give them: UTC, to the microsecond.
+        columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+        frame = pl.DataFrame(columns, strict=False)
+        times = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
+        return frame.with_columns(pl.col(n).dt.convert_time_zone("UTC") for n in times)
+
+    return FrameReader(POSTGRES, run)
+
+
+def _build_first(read: FrameReader, what: str) -> str:
+    again = " --engine spark" if read.dialect == SPARK else ""
+    return f"the {what} missing: run `tapelens marts build{again}` first"
+
+
+def _require(read: FrameReader, query: str, what: str) -> None:
+    """Refuse with the command that makes them when the tables `query` reads are missing."""
+    try:
+        read(query)
+    except DatabaseError as exc:
+        if missing_relation(str(exc)):
+            raise InputError(_build_first(read, what)) from None
+        raise
+
+
+def _require_marts(read: FrameReader) -> None:
+    for mart in ("dim_datasets", "fct_tape_occupancy"):
+        _require(read, f"select 1 as present from {MARTS_SCHEMA}.{mart} limit 1", "marts are")
 
 
 def _with_readable_copies(found: pl.DataFrame, copies: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -149,50 +198,42 @@ def _with_readable_copies(found: pl.DataFrame, copies: pl.DataFrame, column: str
 
 
 def _screen_scattered(
-    conn: psycopg.Connection,
+    read: FrameReader,
     options: RepackOptions,
     params: Mapping[str, ModelParams],
-    read: CopyReader,
+    copies_of: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
     # Screened by the placement cost the marts build priced (analysis/recall/datasets): the
     # drive time a recall of the dataset spends beyond the same bytes ideally placed.
-    priced = fetch(conn, "select to_regclass(%s)", (f"{MARTS_SCHEMA}.{PLACED_DATASETS}",))
-    if not priced or priced[0][0] is None:
-        raise InputError("the placement costs are missing: run `tapelens marts build` first")
-    query = sql.SQL(
-        """select d.dataset, d.files, d.size_bytes, d.tapes_used, coalesce(d.tapes_needed, 1),
-                  d.mean_gap, d.n_locates, p.placement_cost_s
-           from {marts}.dim_datasets as d
-           join {marts}.{placed} as p using (dataset)
+    placed = f"{MARTS_SCHEMA}.{PLACED_DATASETS}"
+    _require(read, f"select 1 as present from {placed} limit 1", "placement costs are")
+    query = f"""select d.dataset, d.files, d.size_bytes, d.tapes_used,
+                  coalesce(d.tapes_needed, 1), d.mean_gap, d.n_locates, p.placement_cost_s
+           from {MARTS_SCHEMA}.dim_datasets as d
+           join {placed} as p on p.dataset = d.dataset
            where p.placement_cost_s > 0
-             and (d.tapes_used > coalesce(d.tapes_needed, 1) or d.mean_gap > {gap}
+             and (d.tapes_used > coalesce(d.tapes_needed, 1) or d.mean_gap > {read.dialect.param(1)}
                   or d.n_locates > 0)
            order by p.placement_cost_s desc, d.dataset
-           limit {limit}"""
-    ).format(
-        marts=sql.Identifier(MARTS_SCHEMA),
-        placed=sql.Identifier(PLACED_DATASETS),
-        gap=sql.Literal(SCATTERED_MIN_MEAN_GAP),
-        limit=sql.Literal(options.screened),
-    )
-    names = [
-        "target",
-        "files",
-        "bytes",
-        "tapes_used",
-        "tapes_needed",
-        "mean_gap",
-        "n_locates",
-        "placement_cost_s",
-    ]
-    found = frame(conn, query, names)
+           limit {int(options.screened)}"""
+    schema = {
+        "target": pl.String(),
+        "files": pl.Int64(),
+        "bytes": pl.Int64(),
+        "tapes_used": pl.Int64(),
+        "tapes_needed": pl.Int64(),
+        "mean_gap": pl.Float64(),
+        "n_locates": pl.Int64(),
+        "placement_cost_s": pl.Float64(),
+    }
+    found = frame(read, query, schema, [SCATTERED_MIN_MEAN_GAP])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    copies = read(conn, datasets=found["target"].to_list())
+    copies = copies_of(read, datasets=found["target"].to_list())
     found = _with_readable_copies(found, copies, "dataset")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    freed = tapes_only_of(conn, copies)
+    freed = tapes_only_of(read, copies)
     built = []
     for dataset in found["target"].to_list():
         built.append(
@@ -218,36 +259,39 @@ def _screen_scattered(
 
 
 def _screen_small_files(
-    conn: psycopg.Connection,
+    read: FrameReader,
     options: RepackOptions,
     params: Mapping[str, ModelParams],
-    read: CopyReader,
+    copies_of: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
-    query = sql.SQL(
-        """with aggregated as (
+    loose = "d.small_files - least(coalesce(a.members, 0), d.small_files)"
+    query = f"""with aggregated as (
                select dataset, sum(n_aggregate_members) as members
-               from {marts}.fct_dataset_tape_gaps group by dataset
+               from {MARTS_SCHEMA}.fct_dataset_tape_gaps group by dataset
            )
            select d.dataset, d.files, d.size_bytes, d.small_files,
-                  d.small_files - least(coalesce(a.members, 0), d.small_files) as loose
-           from {marts}.dim_datasets as d left join aggregated as a using (dataset)
-           where d.small_file_share >= {share}
+                  cast({loose} as bigint) as loose
+           from {MARTS_SCHEMA}.dim_datasets as d
+           left join aggregated as a on a.dataset = d.dataset
+           where d.small_file_share >= {read.dialect.param(1)}
              and d.small_files > coalesce(a.members, 0)
-           order by d.small_files - least(coalesce(a.members, 0), d.small_files) desc, d.dataset
-           limit {limit}"""
-    ).format(
-        marts=sql.Identifier(MARTS_SCHEMA),
-        share=sql.Literal(options.min_small_file_share),
-        limit=sql.Literal(options.screened),
-    )
-    found = frame(conn, query, ["target", "files", "bytes", "small_files", "loose"])
+           order by {loose} desc, d.dataset
+           limit {int(options.screened)}"""
+    schema = {
+        "target": pl.String(),
+        "files": pl.Int64(),
+        "bytes": pl.Int64(),
+        "small_files": pl.Int64(),
+        "loose": pl.Int64(),
+    }
+    found = frame(read, query, schema, [float(options.min_small_file_share)])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    copies = read(conn, datasets=found["target"].to_list())
+    copies = copies_of(read, datasets=found["target"].to_list())
     found = _with_readable_copies(found, copies, "dataset")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
-    freed = tapes_only_of(conn, copies)
+    freed = tapes_only_of(read, copies)
     built = [
         scenarios.containerised(
             _cand("small-files", dataset),
@@ -270,23 +314,28 @@ def _screen_small_files(
 
 
 def _screen_stray(
-    conn: psycopg.Connection,
+    read: FrameReader,
     options: RepackOptions,
     params: Mapping[str, ModelParams],
-    read: CopyReader,
+    copies_of: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
-    query = sql.SQL(
-        """select volume, files, live_bytes, duplicate_copies, capacity_bytes
-           from {}.fct_tape_occupancy
+    query = f"""select volume, files, live_bytes, duplicate_copies, capacity_bytes
+           from {MARTS_SCHEMA}.fct_tape_occupancy
            where stray_copies > 0 and state <> 'repacked'
            order by stray_copies desc, duplicate_copies desc, volume
-           limit {}"""
-    ).format(sql.Identifier(MARTS_SCHEMA), sql.Literal(options.screened))
-    found = frame(conn, query, ["target", "files", "bytes", "duplicates", "capacity_bytes"])
+           limit {int(options.screened)}"""
+    schema = {
+        "target": pl.String(),
+        "files": pl.Int64(),
+        "bytes": pl.Int64(),
+        "duplicates": pl.Int64(),
+        "capacity_bytes": pl.Int64(),
+    }
+    found = frame(read, query, schema)
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
-    copies = read(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    copies = copies_of(read, datasets=datasets_on(read, volumes), volumes=volumes)
     found = _with_readable_copies(found, copies, "volume")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
@@ -342,30 +391,32 @@ def _screen_stray(
 
 
 def _screen_low_occupancy(
-    conn: psycopg.Connection,
+    read: FrameReader,
     options: RepackOptions,
     params: Mapping[str, ModelParams],
-    read: CopyReader,
+    copies_of: CopyReader,
 ) -> tuple[pl.DataFrame, scenarios.Scenario]:
-    query = sql.SQL(
-        """select volume, files, live_bytes, capacity_bytes, occupancy, state
-           from {}.fct_tape_occupancy
-           where state in ({}) and files > 0 and occupancy < {}
+    d = read.dialect
+    # Tapes written no more: nothing is appended, so their dead space stays until a repack.
+    states = ", ".join(d.param(n) for n in range(2, len(WRITTEN_NO_MORE) + 2))
+    query = f"""select volume, files, live_bytes, capacity_bytes, occupancy, state
+           from {MARTS_SCHEMA}.fct_tape_occupancy
+           where state in ({states}) and files > 0 and occupancy < {d.param(1)}
            order by occupancy, volume
-           limit {}"""
-    ).format(
-        sql.Identifier(MARTS_SCHEMA),
-        # Tapes written no more: nothing is appended, so their dead space stays until a repack.
-        sql.SQL(", ").join(sql.Literal(state) for state in WRITTEN_NO_MORE),
-        sql.Literal(options.max_occupancy),
-        sql.Literal(options.screened),
-    )
-    names = ["target", "files", "bytes", "capacity_bytes", "occupancy", "state"]
-    found = frame(conn, query, names)
+           limit {int(options.screened)}"""
+    schema = {
+        "target": pl.String(),
+        "files": pl.Int64(),
+        "bytes": pl.Int64(),
+        "capacity_bytes": pl.Int64(),
+        "occupancy": pl.Float64(),
+        "state": pl.String(),
+    }
+    found = frame(read, query, schema, [float(options.max_occupancy), *WRITTEN_NO_MORE])
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
     volumes = found["target"].to_list()
-    copies = read(conn, datasets=_datasets_on(conn, volumes), volumes=volumes)
+    copies = copies_of(read, datasets=datasets_on(read, volumes), volumes=volumes)
     found = _with_readable_copies(found, copies, "volume")
     if found.height == 0:
         return found, scenarios.Scenario.concat([])
@@ -404,20 +455,10 @@ def _cand(kind: str, target: str) -> str:
     return f"{kind}:{target}"
 
 
-def _datasets_on(conn: psycopg.Connection, volumes: list[str]) -> list[str]:
-    rows = fetch(
-        conn,
-        "select distinct dataset from tapelens.tape_files"
-        " where removed_at is null and volume = any(%s)",
-        (volumes,),
-    )
-    return [str(r[0]) for r in rows]
-
-
 SCREENS: dict[
     str,
     Callable[
-        [psycopg.Connection, RepackOptions, Mapping[str, ModelParams], CopyReader],
+        [FrameReader, RepackOptions, Mapping[str, ModelParams], CopyReader],
         tuple[pl.DataFrame, scenarios.Scenario],
     ],
 ] = {
