@@ -69,6 +69,8 @@ def hint_groups(frame: pl.DataFrame, pool: str = "pool") -> HintGroups:
     """The codes of `frame`'s group_0..group_4 within its `pool` column, numbered in the order
     of (pool, group) so that a replay does not depend on how the rows are hashed. A level
     without its column names no group."""
+    pools = frame[pool].cast(pl.String)
+    pool_code, n_pools = dense_codes(pools.fill_null(""))
     codes, names = [], []
     for k in range(LEVELS):
         name = f"group_{k}"
@@ -76,28 +78,40 @@ def hint_groups(frame: pl.DataFrame, pool: str = "pool") -> HintGroups:
             codes.append(np.full(frame.height, -1, dtype=np.int64))
             names.append(pl.Series(name, [], dtype=pl.String))
             continue
-        # Hash the (pool, group) pairs: sorting 64-bit numbers is much faster than sorting
-        # strings; only the distinct groups are sorted by name.
-        key = pl.concat_str([pl.col(pool).cast(pl.String), pl.col(name)], separator="\x1f")
-        hashed = frame.select(key.hash().alias("h"), pl.col(pool).cast(pl.String), pl.col(name))
-        distinct = (
-            hashed.filter(pl.col(name).is_not_null())
-            .unique("h")
-            .sort(pool, name)
-            .with_row_index("code")
-        )
-        by_hash = distinct.sort("h")
-        h_sorted = by_hash["h"].to_numpy()
-        code_sorted = by_hash["code"].to_numpy().astype(np.int64)
-        h = hashed["h"].to_numpy()
-        at = np.minimum(np.searchsorted(h_sorted, h), max(h_sorted.shape[0] - 1, 0))
-        named = hashed[name].is_not_null().to_numpy()
-        code = np.full(h.shape[0], -1, dtype=np.int64)
-        if h_sorted.shape[0]:
-            code[named] = code_sorted[at[named]]
+        # Each (pool, group) pair as a number from the columns' categorical codes: only one
+        # row of each pair is sorted by name, no string of every file is.
+        values = frame[name]
+        named = values.is_not_null().to_numpy()
+        group_code, n_groups = dense_codes(values.drop_nulls())
+        pair = np.full(frame.height, -1, dtype=np.int64)
+        pair[named] = pool_code[named] * n_groups + group_code
+        one_row = np.full(n_pools * n_groups, -1, dtype=np.int64)
+        one_row[pair[named]] = np.flatnonzero(named)
+        held = np.flatnonzero(one_row >= 0)
+        at = pl.Series(one_row[held])
+        distinct = pl.DataFrame(
+            {"_pair": held, pool: pools.gather(at), name: values.gather(at)}
+        ).sort(pool, name)
+        code_of_pair = np.zeros(one_row.shape[0], dtype=np.int64)
+        code_of_pair[distinct["_pair"].to_numpy()] = np.arange(distinct.height)
+        code = np.full(frame.height, -1, dtype=np.int64)
+        code[named] = code_of_pair[pair[named]]
         codes.append(code)
         names.append(distinct[name])
     return HintGroups(tuple(codes), tuple(names))
+
+
+def dense_codes(values: pl.Series) -> tuple[np.ndarray, int]:
+    """Each value's code among the distinct values, 0..n-1 in the order of their categorical
+    codes (not of their names), and n. The values hold no null."""
+    return renumbered(values.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64))
+
+
+def renumbered(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Non-negative integer codes renumbered 0..n-1 in their order, and n."""
+    present = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
+    present[codes] = True
+    return (np.cumsum(present) - 1)[codes], int(present.sum())
 
 
 def family_codes(

@@ -137,9 +137,16 @@ def _prepare_order(
         name.fill_null("").alias("_name"),
         pool.cast(pl.String).fill_null(DEFAULT_POOL).alias("_pool"),
     ).with_row_index("_in")
-    # One sort of the strings: each file's rank by (directory, name, input order), then the
-    # arrival order with that rank breaking ties, which is the order (_t, _dir, _name, _in).
-    by_path = frame.select(pl.arg_sort_by("_dir", "_name", "_in")).to_series().to_numpy()
+    # Each file's rank by (directory, name, input order): the directory as its rank among
+    # the distinct directories (only those are sorted as strings), then one stable sort by it
+    # and the name; then the arrival order with that rank breaking ties, which is the order
+    # (_t, _dir, _name, _in).
+    by_path = (
+        pl.DataFrame({"_dir": dense_rank(frame["_dir"]), "_name": frame["_name"]})
+        .select(pl.arg_sort_by("_dir", "_name", maintain_order=True))
+        .to_series()
+        .to_numpy()
+    )
     rank = np.empty(frame.height, dtype=np.int64)
     rank[by_path] = np.arange(frame.height)
     frame = frame.with_columns(pl.Series("_rank", rank))
