@@ -26,7 +26,9 @@ from tapelens.analysis.whatif.families import (
     FULL_SHARE,
     LEVELS,
     FamilyPolicy,
+    dense_codes,
     family_codes,
+    renumbered,
 )
 from tapelens.analysis.whatif.replay import (
     FamilyReplay,
@@ -164,7 +166,7 @@ def advise(
     def price_recorded() -> list[dict[str, object]]:
         say(f"pricing the recorded placement ({copies.height:,} copies)")
         recorded = _with_pool(copies, stream)
-        return _figures(recorded, campaigns, recall, pools, RECORDED, None, dict(open_map), None)
+        return _recorded_figures(recorded, prepared, stream_figures, campaigns, recall)
 
     def price_level(level: int) -> tuple[FamilyReplay, list[dict[str, object]]]:
         say(f"replaying the writes collocated by hint level {level}")
@@ -216,7 +218,8 @@ def advise(
 
 def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
     """The columns of the copies that the figures read, in the copies' order, with the pool of
-    their file in the stream (copies of files not in it left out). Each copy finds its file
+    their file in the stream and its row there, `_row` (copies of files not in it left out).
+    Each copy finds its file
     by the ids' 64-bit hashes in the stream's sorted hashes, then the ids are compared: on
     millions of copies a join gathers every string column of the copies again, while this
     takes only the pool, and leaves the copies as they are when every one is in the stream."""
@@ -239,7 +242,7 @@ def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
     same = (stream["file_id"].gather(row_of) == left["file_id"]).fill_null(False).to_numpy()
     keep = found & same
     pool = stream["pool"].cast(pl.String).gather(row_of)
-    placed = left.with_columns(pool)
+    placed = left.with_columns(pool, row_of.cast(pl.Int64))
     return placed if bool(keep.all()) else placed.filter(pl.Series(keep))
 
 
@@ -249,6 +252,7 @@ def _with_pool_joined(left: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
         pl.col("file_id").hash().alias("_hash"),
         pl.col("file_id").alias("_file_id"),
         pl.col("pool").cast(pl.String),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
     )
     return (
         left.with_columns(pl.col("file_id").hash().alias("_hash"))
@@ -377,6 +381,133 @@ def _replay_gaps(
 
 def _number(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
+
+
+def _recorded_figures(
+    placed: pl.DataFrame,
+    prepared: HintStream,
+    shared: _StreamFigures,
+    campaigns: pl.DataFrame,
+    recall: RecallSetup,
+) -> list[dict[str, object]]:
+    """The table rows of the recorded placement (_with_pool's copies) as _figures takes them,
+    counted on integer codes: each copy's pool from its stream row, its volume, dataset and
+    media as dense codes of their categories, so no string is sorted, grouped or searched.
+    Copies lacking a pool, dataset, volume, position or file id go through _figures."""
+    pools = prepared.pools
+    keys = ["pool", "dataset", "volume", "position", "file_id"]
+    if placed.height == 0 or placed.select(keys).null_count().sum_horizontal()[0]:
+        return _figures(placed, campaigns, recall, pools, RECORDED, None, {}, None)
+    n_pools, row = len(pools), placed["_row"].to_numpy()
+    # The pool code of each stream row (the prepared arrays are in arrival order).
+    source_at = prepared.order.to_numpy()
+    row_pool = np.empty(source_at.shape[0], dtype=np.int64)
+    row_pool[source_at] = prepared.arrivals.pool
+    pool = row_pool[row]
+    volume, n_volumes = dense_codes(placed["volume"])
+    dataset, n_datasets = dense_codes(placed["dataset"])
+    media, n_media = dense_codes(placed["media_type"].fill_null(""))
+    # A dataset and a tape are of a pool: two pools' datasets of one name stay apart.
+    pool_dataset, _ = renumbered(pool * n_datasets + dataset)
+    datasets = _distinct_per_pool(pool_dataset, pool, n_pools)
+    files = _distinct_per_pool(row, pool, n_pools)
+    tapes = _distinct_per_pool(pool * n_volumes + volume, pool, n_pools)
+    position = placed["position"].cast(pl.Int64).to_numpy()
+    offset = placed["offset_bytes"] if "offset_bytes" in placed.columns else None
+    member = np.zeros(placed.height, dtype=bool)
+    for name in ("offset_bytes", "aggregate_id"):
+        if name in placed.columns:
+            member |= placed[name].is_not_null().to_numpy()
+    at = _gap_order(volume, pool_dataset, position, offset)
+    tapes_per_dataset, mean_gap = ordered_gap_figures(
+        pool[at], volume[at], pool_dataset[at], position[at], member[at], datasets
+    )
+    # Tape fill: the bytes of each pool's copies on each (volume, media type).
+    capacity = (
+        placed["media_type"]
+        .replace_strict(
+            {m: MEDIA[m].capacity_bytes for m in MEDIA}, default=None, return_dtype=pl.Int64
+        )
+        .fill_null(-1)
+        .to_numpy()
+    )
+    tape_key = (pool * n_volumes + volume) * n_media + media
+    size = placed["size_bytes"].fill_null(0).to_numpy().astype(np.float64)
+    used = np.bincount(tape_key, weights=size)
+    held = np.bincount(tape_key) > 0
+    tape_capacity = np.full(used.shape[0], -1, dtype=np.int64)
+    tape_capacity[tape_key] = capacity
+    partly = held & (tape_capacity >= 0) & (used < FULL_SHARE * tape_capacity)
+    key_pool = np.arange(used.shape[0]) // (n_volumes * n_media)
+    partly_filled = np.bincount(key_pool[partly], minlength=n_pools)
+    # The recalls read the campaigns' files only: picked out once, in the placement's order.
+    read_row = np.zeros(source_at.shape[0], dtype=bool)
+    read_row[source_at[shared.campaign_rows]] = True
+    wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
+    narrow = placed.select([c for c in placed.columns if c in wanted])
+    read = narrow.filter(pl.Series(read_row[row]))
+    read_by_pool = read.partition_by("pool", as_dict=True, include_key=False)
+    copies_per_pool = np.bincount(pool, minlength=n_pools)
+    rows: list[dict[str, object]] = []
+    for k, name in enumerate(pools):
+        if copies_per_pool[k] == 0:
+            continue
+        mounts, hours, elapsed, n_campaigns = _recalls(
+            read_by_pool.get((name,), read.clear().drop("pool")), campaigns, recall
+        )
+        rows.append(
+            {
+                "pool": name,
+                "placement": RECORDED,
+                "level": None,
+                "advised": False,
+                "families": None,
+                "open_families": None,
+                "files": int(files[k]),
+                "tapes": int(tapes[k]),
+                "tapes_per_dataset": _number(tapes_per_dataset[k]),
+                "mean_gap": _number(mean_gap[k]),
+                "campaigns": n_campaigns,
+                "recall_mounts": mounts,
+                "recall_hours": hours,
+                "recall_elapsed_hours": elapsed,
+                "write_mounts": None,
+                "partly_filled_tapes": int(partly_filled[k]),
+            }
+        )
+    return rows
+
+
+def _distinct_per_pool(codes: np.ndarray, pool: np.ndarray, n_pools: int) -> np.ndarray:
+    """Per pool the distinct codes among its copies (each code of one pool)."""
+    present = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
+    present[codes] = True
+    code_pool = np.zeros(present.shape[0], dtype=np.int64)
+    code_pool[codes] = pool
+    return np.bincount(code_pool[present], minlength=n_pools)
+
+
+def _gap_order(
+    volume: np.ndarray, dataset: np.ndarray, position: np.ndarray, offset: pl.Series | None
+) -> np.ndarray:
+    """The copies' order by volume, dataset, position, then offset with the unaggregated
+    first: one sort of a single int64 key when they fit in one."""
+    keys = [volume, dataset, position - int(position.min(initial=0))]
+    widths = [int(k.max(initial=0)) + 1 for k in keys]
+    held = offset is not None and offset.null_count() < offset.len()
+    if held and offset is not None:
+        low = int(offset.min())  # type: ignore[arg-type]
+        keys.append((offset.cast(pl.Int64) - low + 1).fill_null(0).to_numpy())
+        widths.append(int(keys[-1].max()) + 1)
+    span = 1
+    for width in widths:
+        span *= width
+    if span >= 1 << 62:
+        return np.lexsort(tuple(reversed(keys)))
+    combined = np.zeros(volume.shape[0], dtype=np.int64)
+    for key, width in zip(keys, widths, strict=True):
+        combined = combined * width + key
+    return np.argsort(combined, kind="stable")
 
 
 def _figures(
