@@ -330,33 +330,58 @@ def _replay_figures(
     for k, pool in enumerate(pools):
         if shared.files[k] == 0 and tapes[k] == 0:
             continue
-        mounts, hours, elapsed, n_campaigns = _recalls(
+        recalls = _recalls(
             read_by_pool.get((pool,), read.clear().drop("pool")),
             inputs.campaigns,
             inputs.recall,
         )
         mine_cost = cost.filter(pl.col("pool") == pool)
         rows.append(
-            {
-                "pool": pool,
-                "placement": name,
-                "level": level,
-                "advised": False,
-                "families": int(families[k]),
-                "open_families": open_map.get(pool),
-                "files": int(shared.files[k]),
-                "tapes": int(tapes[k]),
-                "tapes_per_dataset": _number(tapes_per_dataset[k]),
-                "mean_gap": _number(mean_gap[k]),
-                "campaigns": n_campaigns,
-                "recall_mounts": mounts,
-                "recall_hours": hours,
-                "recall_elapsed_hours": elapsed,
-                "write_mounts": int(mine_cost["write_mounts"][0]),
-                "partly_filled_tapes": int(mine_cost["partly_filled_tapes"][0]),
-            }
+            _table_row(
+                pool,
+                name,
+                level,
+                (int(families[k]), open_map.get(pool), int(shared.files[k]), int(tapes[k])),
+                (tapes_per_dataset[k], mean_gap[k]),
+                recalls,
+                (int(mine_cost["write_mounts"][0]), int(mine_cost["partly_filled_tapes"][0])),
+            )
         )
     return rows
+
+
+def _table_row(
+    pool: str,
+    placement: str,
+    level: int | None,
+    counts: tuple[int | None, int | None, int, int],
+    gaps: tuple[float, float],
+    recalls: tuple[int, float, float, int],
+    written: tuple[int | None, int],
+) -> dict[str, object]:
+    """A row of the advice's table (TABLE_SCHEMA), not advised: counts are its families, open
+    families, files and tapes; gaps its tapes per dataset and mean gap (NaN for none); recalls
+    as _recalls returns them; written its write mounts and partly filled tapes."""
+    families, open_families, files, tapes = counts
+    mounts, hours, elapsed, n_campaigns = recalls
+    return {
+        "pool": pool,
+        "placement": placement,
+        "level": level,
+        "advised": False,
+        "families": families,
+        "open_families": open_families,
+        "files": files,
+        "tapes": tapes,
+        "tapes_per_dataset": _number(gaps[0]),
+        "mean_gap": _number(gaps[1]),
+        "campaigns": n_campaigns,
+        "recall_mounts": mounts,
+        "recall_hours": hours,
+        "recall_elapsed_hours": elapsed,
+        "write_mounts": written[0],
+        "partly_filled_tapes": written[1],
+    }
 
 
 def _replay_gaps(
@@ -452,28 +477,17 @@ def _recorded_figures(
     for k, name in enumerate(pools):
         if copies_per_pool[k] == 0:
             continue
-        mounts, hours, elapsed, n_campaigns = _recalls(
-            read_by_pool.get((name,), read.clear().drop("pool")), campaigns, recall
-        )
+        recalls = _recalls(read_by_pool.get((name,), read.clear().drop("pool")), campaigns, recall)
         rows.append(
-            {
-                "pool": name,
-                "placement": RECORDED,
-                "level": None,
-                "advised": False,
-                "families": None,
-                "open_families": None,
-                "files": int(files[k]),
-                "tapes": int(tapes[k]),
-                "tapes_per_dataset": _number(tapes_per_dataset[k]),
-                "mean_gap": _number(mean_gap[k]),
-                "campaigns": n_campaigns,
-                "recall_mounts": mounts,
-                "recall_hours": hours,
-                "recall_elapsed_hours": elapsed,
-                "write_mounts": None,
-                "partly_filled_tapes": int(partly_filled[k]),
-            }
+            _table_row(
+                name,
+                RECORDED,
+                None,
+                (None, None, int(files[k]), int(tapes[k])),
+                (tapes_per_dataset[k], mean_gap[k]),
+                recalls,
+                (None, int(partly_filled[k])),
+            )
         )
     return rows
 
