@@ -1,4 +1,5 @@
-"""`tapelens dashboards serve | deploy | export | stop`: Superset dashboards over the marts."""
+"""`tapelens dashboards serve | deploy | export | stop | publish`: Superset dashboards over the
+marts."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from tapelens.dashboards.superset.install import (
     admin_password,
 )
 from tapelens.dashboards.superset.server import running, stop
-from tapelens.errors import ConfigError
+from tapelens.errors import ConfigError, InputError
+from tapelens.spark.settings import EngineSettings, current_engine, engine_options
 
 dashboards = BY_NAME["dashboards"]
 PASSWORD_ENV = "TAPELENS_SUPERSET_PASSWORD"
@@ -168,3 +170,45 @@ def stop_cmd(app: App) -> None:
         _say("Superset stopped")
     else:
         _say("Superset was not running")
+
+
+@dashboards.command("publish")
+@engine_options
+@pass_app
+def publish_cmd(app: App) -> None:
+    """Copy a Spark build's aggregate marts into the database the dashboards read.
+
+    `marts build --engine spark` does it at the end of every build; this runs it alone (after
+    a build with --no-publish, or into another database with --dsn). The copy replaces the
+    previous one in one transaction; the catalog stays on Spark.
+
+    \b
+    Example:
+        tapelens dashboards publish --engine spark
+    """
+    engine = current_engine()
+    if not engine.spark:
+        raise InputError(
+            "dashboards publish copies a Spark build: give --engine spark (on the postgres"
+            " engine the dashboards read the marts where dbt builds them)"
+        )
+    publish_spark_build(app, engine)
+
+
+def publish_spark_build(app: App, engine: EngineSettings) -> None:
+    """The Spark warehouse's aggregate marts copied into the dashboards' database (the
+    --dsn/TAPELENS_DSN database, else the embedded server), progress on stderr."""
+    from tapelens.db import redact
+    from tapelens.spark.publish import publish
+    from tapelens.spark.session import spark_session
+
+    dsn = app.dsn()
+    warehouse = str(engine.warehouse(app.home))
+    _say(f"publishing the Spark marts of {warehouse} for the dashboards into {redact(dsn)}")
+    spark = spark_session(engine.spark_master, warehouse)
+    done = publish(spark, dsn, warehouse, progress=lambda line: _say(f"  {line}"))
+    built = done.built_at.isoformat(timespec="seconds") if done.built_at else "unknown"
+    _say(
+        f"published: {len(done.copied)} tables, {done.rows:,} rows, built on Spark at {built}"
+        f"  seconds: {done.seconds:.1f}"
+    )

@@ -46,8 +46,9 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     recall, rank repack candidates, propose a duplicate clean-up and replay the writes.
 
     With --engine spark the site is loaded and its marts built on Spark, then reported on,
-    planned and predicted there; calibration, repack, duplicate clean-up and the what-if run
-    on the postgres engine only, and the demo says so.
+    planned and predicted there, its aggregate marts copied for the dashboards; calibration,
+    repack, duplicate clean-up and the what-if run on the postgres engine only, and the demo
+    says so.
 
     Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
@@ -104,12 +105,16 @@ def _most_scattered(site: Path, read: Callable[[str], pl.DataFrame]) -> Path:
 
 
 def _run_on_spark(app: App, engine: EngineSettings, site: Path) -> None:
-    """The demo's steps that run on Spark, each with the engine's options as a user types them."""
+    """The demo's steps that run on Spark, each with the engine's options as a user types them.
+    The marts build copies its aggregate marts into the database the dashboards read (the
+    embedded server, made here, or the given one)."""
     home = ["--home", str(app.home)]
+    dsn = app.dsn(create=True)
     flags = ["--engine", "spark", "--spark-master", engine.spark_master]
     flags += ["--spark-warehouse", engine.warehouse(app.home)]
     _step("ingest", [*home, "ingest", "manifest", str(site / "manifest.json"), *flags])
-    _step("marts", [*home, "marts", "build", *flags])
+    published = home if app.embedded else [*home, "--dsn", dsn]
+    _step("marts", [*published, "marts", "build", *flags])
     _step("gap report", [*home, "report", "gaps", "--by", "type", *flags])
     _step("top duplicates", [*home, "report", "duplicates", "--limit", "5", *flags])
     requests = _most_scattered(site, engine_reader(engine, app.home, app.dsn))

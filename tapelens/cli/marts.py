@@ -14,7 +14,7 @@ from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
 from tapelens.db import connection
 from tapelens.dbt_runs import MARTS_SCHEMA, BuildSummary, NodeDone, SparkWarehouse, build
-from tapelens.spark.settings import current_engine, engine_options
+from tapelens.spark.settings import EngineSettings, current_engine, engine_options
 
 marts = BY_NAME["marts"]
 
@@ -76,6 +76,12 @@ def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
 )
 @click.option("--full-refresh", is_flag=True, help="Rebuild incremental marts from scratch.")
 @click.option(
+    "--no-publish",
+    is_flag=True,
+    help="With --engine spark: leave the dashboards' database as it is (publish later with "
+    "`dashboards publish --engine spark`).",
+)
+@click.option(
     "--var",
     "var_pairs",
     multiple=True,
@@ -90,13 +96,16 @@ def build_cmd(
     select: tuple[str, ...],
     exclude: tuple[str, ...],
     full_refresh: bool,
+    no_publish: bool,
     var_pairs: tuple[str, ...],
 ) -> None:
     """Build the marts in schema tapelens_marts and run their tests.
 
     Incremental marts recompute only the volumes changed since the last build. dbt's log goes
     to dbt/dbt.log under the home directory (dbt-spark/dbt.log with --engine spark, which
-    builds the same marts as Delta tables of the Spark warehouse; its unit tests are left out).
+    builds the same marts as Delta tables of the Spark warehouse; its unit tests are left out,
+    and its aggregate marts are then copied into the database the dashboards read, unless
+    --no-publish or no database is configured).
 
     \b
     Example:
@@ -118,12 +127,30 @@ def build_cmd(
             summary = build(warehouse, log_dir=app.home / "dbt-spark", progress=progress, **options)
         _say_built(summary)
         store_placement_costs_on_spark(warehouse)
+        if not no_publish:
+            _publish_for_dashboards(app, engine)
         return
     dsn = app.dsn()
     with _BuildProgress() as progress:
         summary = build(dsn, log_dir=app.home / "dbt", progress=progress, **options)
     _say_built(summary)
     store_placement_costs(dsn)
+
+
+def _publish_for_dashboards(app: App, engine: EngineSettings) -> None:
+    """The build's aggregate marts copied for the dashboards, where a database is configured:
+    --dsn/TAPELENS_DSN, or an embedded server made by `db up` (none is made here)."""
+    from tapelens.cli.dashboards import publish_spark_build
+
+    if app.embedded and not app.server().initialised():
+        click.echo(
+            f"tapelens: no database for the dashboards (no --dsn, no server in {app.home});"
+            " the marts stay on Spark alone: `tapelens db up`, then"
+            " `tapelens dashboards publish --engine spark`",
+            err=True,
+        )
+        return
+    publish_spark_build(app, engine)
 
 
 def _say_built(summary: BuildSummary) -> None:
