@@ -471,6 +471,28 @@ def test_a_newer_tsm_listing_keeps_places_as_on_postgres(
     assert spark_copies(spark, "ranks") == pg_copies(dsn, "ranks")
 
 
+def test_a_copy_listed_again_elsewhere_keeps_its_place_as_on_postgres(
+    spark: SparkSession, dsn: str, tmp_path: Path
+) -> None:
+    """A stored copy listed again at another rank (the listing's order changed, the object did
+    not move: Spectrum Protect rewrites an object only to another volume) keeps its place and
+    is not retired, on both engines; the copies after it keep theirs."""
+    lines = (CATALOG_DATA / "contents.csv").read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if ",10441881235,10441881235" in line)
+    newer = tmp_path / "contents-reordered.csv"
+    newer.write_text("".join([*lines[:first], *lines[first + 1 :], lines[first]]))
+    fmt = lookup("catalog", "tsm-contents")
+    options = ParseOptions(
+        source="reordered", extra={"archives": str(CATALOG_DATA / "archives.csv")}
+    )
+    load_files(spark, fmt, [CATALOG_DATA / "contents.csv"], options)
+    [on_spark] = load_files(spark, fmt, [newer], options)
+    ingest_file(dsn, fmt, CATALOG_DATA / "contents.csv", options)
+    on_pg = ingest_file(dsn, fmt, newer, options)
+    assert (on_pg.removed, on_spark.removed) == (0, 0)
+    assert spark_copies(spark, "reordered") == pg_copies(dsn, "reordered")
+
+
 def test_a_format_without_a_spark_step_after_its_load_is_refused_in_one_line() -> None:
     from tapelens.errors import InputError
     from tapelens.ingest.formats import Format
