@@ -43,28 +43,22 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def dedup_copies_sql(read: FrameReader, conditions: list[str]) -> str:
-    """The query of read_dedup_copies, in `read`'s dialect, over the live copies `conditions`
-    (SQL on tapelens.tape_files' columns) choose."""
-    chosen = " and ".join(["removed_at is null", *conditions])
+def live_copies_sql(read: FrameReader, wanted: str, before: str = "") -> str:
+    """Every live copy `wanted` (SQL on tapelens.tape_files' columns) chooses, as SCHEMA, in
+    `read`'s dialect, in no set order (its readers sort the rows); `before`: the common table
+    expressions `wanted` reads, each followed by a comma. The repack advisor reads its
+    candidates' copies by it."""
     objects = tape_objects_sql(
         "(select o.volume, o.position, o.size_bytes from tapelens.tape_files o"
         " where o.volume in (select volume from wanted)) as on_tape",
         spark=read.dialect.name == "spark",
     )
     return f"""
-with chosen as (
-    select {file_identity()} as file_id, dataset from tapelens.tape_files where {chosen}
-),
-duplicated as (
-    select distinct dataset from chosen
-    where file_id in (select file_id from chosen group by file_id having count(*) > 1)
-),
-wanted as (
+with {before}wanted as (
     select source, copy_id, path, dataset, dataset_type, {file_identity()} as file_id, volume,
            position, offset_bytes, aggregate_id, size_bytes, copy_no, written_at, checksum
     from tapelens.tape_files
-    where removed_at is null and dataset in (select dataset from duplicated)
+    where removed_at is null and {wanted}
 ),
 addressed as (select volume, position, start_bytes as object_start from ({objects}) as objects)
 select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volume,
@@ -74,8 +68,27 @@ select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volu
        coalesce(t.state, 'unknown') as tape_state
 from wanted w
 left join addressed a on a.volume = w.volume and a.position = w.position
-left join tapelens.tapes t on t.volume = w.volume
-order by w.dataset, w.file_id, w.volume, w.position, w.copy_no, w.source, w.copy_id"""
+left join tapelens.tapes t on t.volume = w.volume"""
+
+
+# The copies in one order, whatever order an engine gave them in (sorted here: PostgreSQL's
+# ORDER BY follows the database's collation, Spark compares bytes).
+COPY_ORDER = ["dataset", "file_id", "volume", "position", "copy_no", "source", "copy_id"]
+
+
+def dedup_copies_sql(read: FrameReader, conditions: list[str]) -> str:
+    """The query of read_dedup_copies, in `read`'s dialect, over the live copies `conditions`
+    (SQL on tapelens.tape_files' columns) choose."""
+    chosen = " and ".join(["removed_at is null", *conditions])
+    duplicated = f"""chosen as (
+    select {file_identity()} as file_id, dataset from tapelens.tape_files where {chosen}
+),
+duplicated as (
+    select distinct dataset from chosen
+    where file_id in (select file_id from chosen group by file_id having count(*) > 1)
+),
+"""
+    return live_copies_sql(read, "dataset in (select dataset from duplicated)", duplicated)
 
 
 def read_dedup_copies(
@@ -93,4 +106,5 @@ def read_dedup_copies(
     frame = read(dedup_copies_sql(read, conditions), params)
     if frame.height == 0:
         return pl.DataFrame(schema=SCHEMA)
-    return fill_media_from_labels(frame.cast(SCHEMA))  # type: ignore[arg-type]
+    typed = frame.cast(pl.Schema(SCHEMA))
+    return fill_media_from_labels(typed.sort(COPY_ORDER))

@@ -70,8 +70,11 @@ from tapelens.tape_files as f
 left join addressed as a on a.volume = f.volume and a.position = f.position
 left join tapelens.tapes as t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'full') <> 'repacked'
-order by f.volume, f.position, f.offset_bytes, {file_identity("f")}, f.copy_no
 """
+# The copies in one order, whatever order an engine gave them in (and sorted here, for
+# PostgreSQL's ORDER BY follows the database's collation where Spark compares bytes): the
+# replay's sums then add in the same order on either engine.
+COPY_ORDER = ["volume", "position", "offset_bytes", "file_id", "copy_no"]
 
 
 def copies_sql(dialect: Dialect, written_at: str = "f.written_at") -> str:
@@ -90,8 +93,8 @@ def read_copies(conn: psycopg.Connection) -> pl.DataFrame:
 def read_copies_from(read: FrameReader) -> pl.DataFrame:
     """Every live copy (COPY_SCHEMA; written_at as a UTC datetime), on either engine."""
     frame = read(copies_sql(read.dialect))
-    typed = {**COPY_SCHEMA, "written_at": UTC_US}
-    return fill_media_from_labels(frame.cast(typed))  # type: ignore[arg-type]
+    typed = frame.cast(pl.Schema({**COPY_SCHEMA, "written_at": UTC_US}))
+    return fill_media_from_labels(typed.sort(COPY_ORDER))
 
 
 def write_stream(copies: pl.DataFrame) -> pl.DataFrame:

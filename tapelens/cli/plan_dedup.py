@@ -7,6 +7,7 @@ import click
 
 from tapelens.analysis.dedup.plan import dedup_plan
 from tapelens.analysis.dedup.store import read_dedup_copies
+from tapelens.analysis.reports.queries import rounded
 from tapelens.cli.common import (
     INVENTORY_DRIVES,
     AliasedChoice,
@@ -100,6 +101,7 @@ def dedup(
         err=True,
     )
     frames = {"copy": result.copies, "dataset": result.datasets, "tape": result.tapes}
-    frame = sort_and_limit(frames[by], sort, desc, limit)
+    # Rounded as the reports are: either engine gives the same figures.
+    frame = sort_and_limit(rounded(frames[by]), sort, desc, limit)
     keep = [c for c in (*DECIDES[by], sort) if c and c in frame.columns]
     emit(frame, fmt, output, keep=keep)

@@ -1,7 +1,9 @@
 """What the exports to staging systems read: live copies on readable tapes, each tape's fill.
 
 SQL both engines run, read through tapelens.frames.FrameReader (PostgreSQL, or the Spark
-tables); the requested files' copies come from the engine's catalog read of a recall plan.
+tables), its rows sorted here (PostgreSQL's ORDER BY follows the database's collation, Spark
+compares bytes); the requested files' copies come from the engine's catalog read of a recall
+plan.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ left join tapelens.media_types m on m.media_type = t.media_type
 left join (
     select volume, sum(size_bytes) as filled from tapelens.tape_files group by volume
 ) f on f.volume = t.volume
-order by t.volume
 """
 # The states are tapelens's own words (tape_states), written into the SQL as literals.
 _NOT_RECALLABLE = ", ".join(f"'{state}'" for state in NOT_RECALLABLE)
@@ -31,7 +32,6 @@ select {file_identity("f")} as file_id, f.path, f.size_bytes, f.volume, f.positi
        f.offset_bytes, f.written_at, f.copy_no
 from tapelens.tape_files f left join tapelens.tapes t on t.volume = f.volume
 where f.removed_at is null and coalesce(t.state, 'unknown') not in ({_NOT_RECALLABLE})
-order by f.volume, f.position, f.offset_bytes, {file_identity("f")}, f.copy_no
 """
 _LIVE_SCHEMA: dict[str, Any] = {
     "file_id": pl.String,
@@ -53,7 +53,8 @@ _FILL_SCHEMA: dict[str, Any] = {
 def recallable_copies(read: FrameReader) -> pl.DataFrame:
     """Every live copy on a tape that can be read now: where dCache's tape info files and
     ENDIT's tape hints say each file is."""
-    return read(_LIVE_COPIES).cast(pl.Schema(_LIVE_SCHEMA))
+    copies = read(_LIVE_COPIES).cast(pl.Schema(_LIVE_SCHEMA))
+    return copies.sort(["volume", "position", "offset_bytes", "file_id", "copy_no"])
 
 
 def recallable_of(catalog: pl.DataFrame) -> pl.DataFrame:
@@ -65,4 +66,4 @@ def recallable_of(catalog: pl.DataFrame) -> pl.DataFrame:
 def tape_fill(read: FrameReader) -> pl.DataFrame:
     """Every tape's capacity and fill: the bytes of every copy it holds, removed ones included
     until it is repacked."""
-    return read(_TAPE_FILL).cast(pl.Schema(_FILL_SCHEMA))
+    return read(_TAPE_FILL).cast(pl.Schema(_FILL_SCHEMA)).sort("volume")
