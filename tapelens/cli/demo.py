@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -23,7 +23,7 @@ DEMO_SCATTERED = 8
 DEMO_OUTAGES = 2
 DEMO_DRIVES = "LTO9:2,LTO8:2,LTO7:2"
 # What the demo does on the postgres engine only: these commands read PostgreSQL's tables.
-NOT_ON_SPARK = ("throughput calibrate", "plan repack", "plan dedup", "whatif placement")
+NOT_ON_SPARK = ("throughput calibrate", "plan repack")
 
 
 def _step(title: str, args: list[str]) -> None:
@@ -46,9 +46,8 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     recall, rank repack candidates, propose a duplicate clean-up and replay the writes.
 
     With --engine spark the site is loaded and its marts built on Spark, then reported on,
-    planned and predicted there, its aggregate marts copied for the dashboards; calibration,
-    repack, duplicate clean-up and the what-if run on the postgres engine only, and the demo
-    says so.
+    planned, predicted, cleaned up and replayed there, its aggregate marts copied for the
+    dashboards; calibration and repack run on the postgres engine only, and the demo says so.
 
     Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
@@ -124,6 +123,7 @@ def _run_on_spark(app: App, engine: EngineSettings, site: Path) -> None:
         + ["-o", str(site / "recall-plan.csv"), "--summary", "-"],
     )
     _step("dataset predictions", [*home, "predict", "datasets", "--limit", "5", *flags])
+    _cleanup_and_whatif(home, site, flags)
     click.echo(
         f"\n== on the postgres engine only: {', '.join(NOT_ON_SPARK)}"
         " (run `tapelens demo run` without --engine spark for them)",
@@ -177,14 +177,19 @@ def _run_on_postgres(dsn: str, common: list[str], site: Path) -> None:
             str(site / "repack-gain-cost.png"),
         ],
     )
+    _cleanup_and_whatif(common, site)
+
+
+def _cleanup_and_whatif(common: list[str], site: Path, flags: Sequence[str] = ()) -> None:
+    """The duplicate clean-up and the placement what-if, on the engine `flags` name."""
     _step(
         "duplicate clean-up",
         [*common, "plan", "dedup", "--by", "dataset", "-o", str(site / "dedup-datasets.csv")]
-        + ["--format", "csv", "--drives", DEMO_DRIVES],
+        + ["--format", "csv", "--drives", DEMO_DRIVES, *flags],
     )
     _step(
         "placement what-if",
         [*common, "whatif", "placement", "--switch-at", "2020-10-01", "--split-at", "2020-10-01"]
         + ["--sort-window", "90d", "--batch-bytes", "4TB", "--write-drives", "6"]
-        + ["--plot", str(site / "whatif-gaps.png"), "--no-recall"],
+        + ["--plot", str(site / "whatif-gaps.png"), "--no-recall", *flags],
     )
