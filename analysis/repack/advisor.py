@@ -98,11 +98,17 @@ def recall_hours(
         pl.col("total_s").sum().alias("_drive_s"),
         pl.len().alias("_mounts"),
     )
-    return per_dataset.group_by("cand").agg(
-        (pl.col("_elapsed_s").sum() / HOUR_S).alias(f"recall_{prefix}_h"),
-        (pl.col("_drive_s").sum() / HOUR_S).alias(f"recall_{prefix}_drive_h"),
-        pl.col("_mounts").sum().alias(f"mounts_{prefix}"),
-        pl.len().alias("datasets"),
+    # Summed over the datasets in one order: in the order a hash grouping leaves them, a sum of
+    # three or more floats changes its last bits from one run (or engine) to the next.
+    return (
+        per_dataset.sort("cand", "dataset")
+        .group_by("cand", maintain_order=True)
+        .agg(
+            (pl.col("_elapsed_s").sum() / HOUR_S).alias(f"recall_{prefix}_h"),
+            (pl.col("_drive_s").sum() / HOUR_S).alias(f"recall_{prefix}_drive_h"),
+            pl.col("_mounts").sum().alias(f"mounts_{prefix}"),
+            pl.len().alias("datasets"),
+        )
     )
 
 
@@ -131,7 +137,8 @@ def weigh(
     drives = options.drive_counts
     written = write.group_by("cand").agg(
         pl.col("size_bytes").sum().alias("_written_bytes"),
-        pl.col("media_type").mode().first().alias("_write_media"),
+        # On a tie, the first media type by name: mode() gives the tied ones in any order.
+        pl.col("media_type").mode().sort().first().alias("_write_media"),
     )
     capacity = {m: p.capacity_bytes for m, p in params.items()}
     out = (

@@ -18,39 +18,13 @@ from typing import Any
 
 import polars as pl
 
-from tapelens.analysis.recall.store.addresses import tape_objects_sql
-from tapelens.catalog import file_identity
+from tapelens.analysis.dedup.store import COPY_ORDER, live_copies_sql
+from tapelens.analysis.dedup.store import SCHEMA as COPIES
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.frames import SPARK, Dialect, FrameReader
+from tapelens.frames import Dialect, FrameReader
 from tapelens.media import fill_media_from_labels
 
 UNAVAILABLE = {"path": pl.String, "file_id": pl.String, "size_bytes": pl.Int64, "reason": pl.String}
-UTC = pl.Datetime("us", "UTC")
-
-# The live copies a repack weighs, with their byte address, media type, tape state and
-# checksum: what analysis.throughput.inputs.read_live_copies reads on PostgreSQL.
-LIVE_COPIES: dict[str, pl.DataType] = {
-    "source": pl.String(),
-    "copy_id": pl.String(),
-    "path": pl.String(),
-    "dataset": pl.String(),
-    "dataset_type": pl.String(),
-    "file_id": pl.String(),
-    "volume": pl.String(),
-    "position": pl.Int64(),
-    "offset_bytes": pl.Int64(),
-    "aggregate_id": pl.String(),
-    "size_bytes": pl.Int64(),
-    "copy_no": pl.Int32(),
-    "written_at": UTC,
-    "checksum": pl.String(),
-    "start_bytes": pl.Int64(),
-    "media_type": pl.String(),
-    "tape_state": pl.String(),
-}
-# The copies in one order whatever the engine gave them in: what is chosen from them on ties
-# (copy choice, read order) is then the same on both.
-COPY_ORDER = ["volume", "position", "offset_bytes", "file_id", "copy_no", "source", "copy_id"]
 
 
 def in_list(d: Dialect, column: str, n: int) -> str:
@@ -70,43 +44,19 @@ def frame(
 def live_copies(
     read: FrameReader, *, datasets: Sequence[str] = (), volumes: Sequence[str] = ()
 ) -> pl.DataFrame:
-    """Live copies of the given datasets and on the given volumes (either), with byte address
-    (macros/tape_objects.sql over every copy of their tapes, removed ones included), media
-    type, tape state and checksum, in COPY_ORDER."""
-    d = read.dialect
+    """Live copies of the given datasets and on the given volumes (either), as plan dedup
+    reads its copies (analysis.dedup.store.live_copies_sql: byte address, media type, tape
+    state, checksum), in a set order."""
     params: list[Any] = []
     wanted = []
     for column, keys in (("dataset", datasets), ("volume", volumes)):
         if keys:
             params.append(sorted(set(keys)))
-            wanted.append(in_list(d, column, len(params)))
+            wanted.append(in_list(read.dialect, column, len(params)))
     if not wanted:
-        return pl.DataFrame(schema=LIVE_COPIES)
-    objects = tape_objects_sql(
-        "(select o.volume, o.position, o.size_bytes from tapelens.tape_files as o"
-        " where o.volume in (select volume from wanted)) as on_tape",
-        spark=d == SPARK,
-    )
-    query = f"""
-        with wanted as (
-            select source, copy_id, path, dataset, dataset_type, {file_identity()} as file_id,
-                   volume, position, offset_bytes, aggregate_id, size_bytes, copy_no,
-                   written_at, checksum
-            from tapelens.tape_files
-            where removed_at is null and ({" or ".join(wanted)})
-        ),
-        addressed as (select volume, position, start_bytes from ({objects}) as objects)
-        select w.source, w.copy_id, w.path, w.dataset, w.dataset_type, w.file_id, w.volume,
-               w.position, w.offset_bytes, w.aggregate_id, w.size_bytes, w.copy_no,
-               w.written_at, w.checksum,
-               cast(a.start_bytes + coalesce(w.offset_bytes, 0) as bigint) as start_bytes,
-               coalesce(t.media_type, 'unknown') as media_type,
-               coalesce(t.state, 'unknown') as tape_state
-        from wanted as w
-        left join addressed as a on a.volume = w.volume and a.position = w.position
-        left join tapelens.tapes as t on t.volume = w.volume"""
-    copies = frame(read, query, LIVE_COPIES, params).sort(COPY_ORDER, nulls_last=False)
-    return fill_media_from_labels(copies)
+        return pl.DataFrame(schema=COPIES)
+    query = live_copies_sql(read, f"({' or '.join(wanted)})")
+    return fill_media_from_labels(frame(read, query, COPIES, params).sort(COPY_ORDER))
 
 
 @dataclass

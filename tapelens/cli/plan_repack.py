@@ -9,12 +9,15 @@ import polars as pl
 
 from tapelens.analysis.repack.advisor import KINDS, RepackOptions
 from tapelens.analysis.repack.plot import plot_gain_cost
-from tapelens.analysis.repack.store import advise
+from tapelens.analysis.repack.store import advise_from
+from tapelens.analysis.throughput.model import ModelParams
+from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.cli.common import (
     App,
     aliased,
     drives_option,
     drives_or_inventory,
+    engine_reader,
     export_dir_option,
     hidden_alias,
     need_export_dir,
@@ -24,6 +27,8 @@ from tapelens.cli.common import (
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import chosen_format, emit, format_option
 from tapelens.db import connection
+from tapelens.frames import FrameReader
+from tapelens.spark.settings import current_engine, engine_options
 
 plan = BY_NAME["plan"]
 
@@ -81,6 +86,7 @@ plan = BY_NAME["plan"]
 )
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Gain vs cost PNG.")
 @format_option
+@engine_options
 @pass_app
 def repack(
     app: App,
@@ -106,7 +112,8 @@ def repack(
     each: the predicted recall of the affected datasets now and after the repack (throughput
     model), the repack's cost in drive hours (read + write), tapes freed
     and consumed, the payback in recalls, and net_gain_h = recalls per year x horizon x drive
-    hours saved per recall - cost. Needs the marts (`tapelens marts build`).
+    hours saved per recall - cost. Needs the marts (`tapelens marts build`). With --engine
+    spark it reads the Spark tables, with the same answers.
 
     \b
     Example:
@@ -117,18 +124,19 @@ def repack(
     if export_dir:
         Path(export_dir).mkdir(parents=True, exist_ok=True)
         export_file = str(Path(export_dir) / VOLUMES_FILE)
-    with connection(app.dsn(), autocommit=True) as conn:
-        drives = drives_or_inventory(conn, drives_spec)
-        options = RepackOptions(
-            drives=tuple(drives.items()),
-            top=limit,
-            kinds=kinds or KINDS,
-            recalls_per_year=recalls_per_year,
-            horizon_years=horizon_years,
-            max_occupancy=max_occupancy,
-            container_bytes=int(container_gb * 1e9),
-        )
-        advice = advise(conn, options, progress=lambda msg: click.echo(msg, err=True))
+    read, drives, params, readers = _inputs(app, drives_spec)
+    options = RepackOptions(
+        drives=tuple(drives.items()),
+        top=limit,
+        kinds=kinds or KINDS,
+        recalls_per_year=recalls_per_year,
+        horizon_years=horizon_years,
+        max_occupancy=max_occupancy,
+        container_bytes=int(container_gb * 1e9),
+    )
+    advice = advise_from(
+        read, options, params, readers, progress=lambda msg: click.echo(msg, err=True)
+    )
     ranked = advice.top(limit)
     s = advice.summary
     click.echo(
@@ -151,6 +159,29 @@ def repack(
     refuse_left_out(pl.DataFrame(), advice.unavailable, beside, "-o FILE")
     fmt = chosen_format(fmt, output)
     emit(_printable(ranked, fmt), fmt, output, keep=DECIDES)
+
+
+Inputs = tuple[FrameReader, dict[str, int], dict[str, ModelParams], dict[str, tuple[str, ...]]]
+
+
+def _inputs(app: App, drives_spec: str | None) -> Inputs:
+    """The engine's reader, the drives, the model parameters and which drives read which
+    media: from PostgreSQL, or from the Spark tables (analysis.recall.store.on_spark)."""
+    engine = current_engine()
+    if engine.spark:
+        from tapelens.analysis.recall.store import on_spark
+        from tapelens.spark.session import spark_session
+
+        spark = spark_session(engine.spark_master, engine.warehouse(app.home))
+        read = on_spark.committed_reader(spark)
+        drives = on_spark.drives_or_inventory(spark, drives_spec)
+        params, readers = on_spark.model_inputs(spark)
+        return read, drives, params, readers
+    with connection(app.dsn(), autocommit=True) as conn:
+        drives = drives_or_inventory(conn, drives_spec)
+        params = {m: p for m, (p, _) in params_in_use(conn).items()}
+        readers = readable_by(conn)
+    return engine_reader(engine, app.home, app.dsn), drives, params, readers
 
 
 VOLUMES_FILE = "repack.vids"

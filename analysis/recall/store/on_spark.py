@@ -36,6 +36,7 @@ from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import InputError
+from tapelens.frames import SPARK, FrameReader
 from tapelens.media import MEDIA_TYPES, MediaType, fill_media_from_labels
 from tapelens.spark.read import spark_frame
 
@@ -335,3 +336,13 @@ def write_placement_costs(spark: SparkSession) -> PlacementCosts | None:
             .saveAsTable(f"{M}.{name}")
         )
     return costs
+
+
+def committed_reader(spark: SparkSession) -> FrameReader:
+    """A FrameReader of the Spark tables as the committed loads left them: a load killed
+    midway is rolled back first, as before the planner's catalog read."""
+    from tapelens.spark.load import roll_back_killed
+
+    if "ingest_runs" in _tables(spark, "tapelens"):
+        roll_back_killed(spark)
+    return FrameReader(SPARK, lambda query, params: spark_frame(spark, query, params))
