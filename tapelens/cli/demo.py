@@ -23,7 +23,7 @@ DEMO_SCATTERED = 8
 DEMO_OUTAGES = 2
 DEMO_DRIVES = "LTO9:2,LTO8:2,LTO7:2"
 # What the demo does on the postgres engine only: these commands read PostgreSQL's tables.
-NOT_ON_SPARK = ("throughput calibrate", "plan repack")
+NOT_ON_SPARK = ("throughput calibrate",)
 
 
 def _step(title: str, args: list[str]) -> None:
@@ -46,8 +46,9 @@ def run(app: App, files: int, seed: int, profile: str, out: str | None) -> None:
     recall, rank repack candidates, propose a duplicate clean-up and replay the writes.
 
     With --engine spark the site is loaded and its marts built on Spark, then reported on,
-    planned, predicted, cleaned up and replayed there, its aggregate marts copied for the
-    dashboards; calibration and repack run on the postgres engine only, and the demo says so.
+    planned, predicted, ranked for repack, cleaned up and replayed there, its aggregate marts
+    copied for the dashboards; calibration runs on the postgres engine only, and the demo says
+    so.
 
     Safe to run again: the same seed writes the same files, and loading them again is a no-op.
 
@@ -123,6 +124,7 @@ def _run_on_spark(app: App, engine: EngineSettings, site: Path) -> None:
         + ["-o", str(site / "recall-plan.csv"), "--summary", "-"],
     )
     _step("dataset predictions", [*home, "predict", "datasets", "--limit", "5", *flags])
+    _repack(home, site, flags)
     _cleanup_and_whatif(home, site, flags)
     click.echo(
         f"\n== on the postgres engine only: {', '.join(NOT_ON_SPARK)}"
@@ -159,25 +161,18 @@ def _run_on_postgres(dsn: str, common: list[str], site: Path) -> None:
             "demo",
         ],
     )
+    _repack(common, site)
+    _cleanup_and_whatif(common, site)
+
+
+def _repack(common: list[str], site: Path, flags: Sequence[str] = ()) -> None:
+    """The repack candidates, their volumes and their plot, on the engine `flags` name."""
     _step(
         "repack candidates",
-        [
-            *common,
-            "plan",
-            "repack",
-            "--limit",
-            "10",
-            "--drives",
-            DEMO_DRIVES,
-            "--export",
-            "volumes",
-            "--export-dir",
-            str(site),
-            "--plot",
-            str(site / "repack-gain-cost.png"),
-        ],
+        [*common, "plan", "repack", "--limit", "10", "--drives", DEMO_DRIVES]
+        + ["--export", "volumes", "--export-dir", str(site)]
+        + ["--plot", str(site / "repack-gain-cost.png"), *flags],
     )
-    _cleanup_and_whatif(common, site)
 
 
 def _cleanup_and_whatif(common: list[str], site: Path, flags: Sequence[str] = ()) -> None:
