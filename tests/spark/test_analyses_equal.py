@@ -109,6 +109,7 @@ def test_a_dataset_spark_does_not_hold_is_refused_with_the_known_ones(
     refused = {}
     for engine in ENGINES:
         args = ["--dsn", both_engines.dsn, "plan", "dedup", "--dataset", "no.such.dataset"]
+        args += ["--drives", site_drives(both_engines)]
         result = CliRunner().invoke(cli, [*args, *on_engine(both_engines, engine)])
         assert isinstance(result.exception, InputError), result.output
         refused[engine] = str(result.exception)
