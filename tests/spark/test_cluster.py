@@ -85,7 +85,8 @@ class Run:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """A cluster of two workers (one core, 1.5 GB each) and a generated site on it: tables
-    created, the catalog and the staging log loaded, the marts built, the status shown."""
+    created, the catalog, the staging log and the tape inventory loaded, the marts built, a
+    report and a recall plan made, the status shown."""
     folder = tmp_path_factory.mktemp("cluster")
     site = tmp_path_factory.mktemp("sites") / "bnl"
     generate(site, site_params("bnl", files=FILES, seed=SEED))
@@ -99,6 +100,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         run.tapelens(
             "ingest", "transfers", "--format", "staging-csv", str(site / "logs" / "staging.csv")
         )
+        # The inventory: the tapes' media, without which no drive reads them.
+        run.tapelens("ingest", "tapes", "--format", "csv", str(site / "catalog" / "tapes.csv"))
         run.tapelens("marts", "build")
         run.tapelens("report", "gaps", "--by", "type", "--format", "csv")
         requests = folder / "requests.txt"
@@ -169,13 +172,13 @@ def test_both_workers_run_the_commands(run: Run) -> None:
     """Every command ran on the cluster, and both workers' executors ran tasks of the load of
     the catalog and of the marts build (from each application's event log)."""
     apps = tasks_per_worker(run.cluster)
-    # migrate, 2 loads, build, report, plan, status
-    assert len(apps) == 7, [app.app_id for app, _ in apps]
+    # migrate, 3 loads, build, report, plan, status
+    assert len(apps) == 8, [app.app_id for app, _ in apps]
     for app, per_worker in apps:
         assert app.tasks_per_executor, f"{app.app_id} ran no task on the cluster"
         # every task ran on an executor of one of the two workers (none on the driver)
         assert sum(per_worker.values()) == sum(app.tasks_per_executor.values()), app
-    catalog, marts = apps[1][1], apps[3][1]
+    catalog, marts = apps[1][1], apps[4][1]
     assert catalog[1] > 0 and catalog[2] > 0, catalog
     assert marts[1] > 0 and marts[2] > 0, marts
     assert "models built" in run.said["marts build"]
