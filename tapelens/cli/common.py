@@ -178,40 +178,18 @@ def _media_name(value: object) -> str | None:
 
 
 def drives_or_inventory(conn: psycopg.Connection, spec: str | None) -> dict[str, int]:
-    """The drives every command that plans or predicts reads uses: --drives (each type checked
-    against the media catalog), else the online drives of the inventory, else one drive of the
-    oldest generation that reads each media type the site's tapes hold, said on stderr. A site
-    with no tape of known media type and no drives is an error that says how to give them."""
-    from tapelens.analysis.recall.schedule.drives import parse_drives
+    """The drives every command that plans or predicts reads uses, from the PostgreSQL tables
+    (analysis.recall.schedule.drives.site_drives: the rule both engines follow)."""
+    from tapelens.analysis.recall.schedule.drives import site_drives
     from tapelens.analysis.throughput.inputs import read_drives
 
-    if spec:
-        return parse_drives(spec)
-    listed = read_drives(conn)
-    if listed:
-        return listed
-    media = [
-        str(row[0])
-        for row in conn.execute(
-            "select distinct media_type from tapelens.tapes where media_type is not null"
-        ).fetchall()
-    ]
-    assumed: dict[str, int] = {}
-    for name in sorted(media):
-        if name in MEDIA:
-            assumed[MEDIA[name].readable_by[0]] = 1
-    if not assumed:
-        raise InputError(
-            "no drives: give --drives SPEC (e.g. LTO8:6,LTO7:4), or list the site's drives with"
-            " `tapelens drives load FILE.csv` or `tapelens drives derive`"
-        )
-    spec_text = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
-    click.echo(
-        f"tapelens: no --drives and no drives in `tapelens drives`: assuming {spec_text}"
-        " (one drive for each media type of the site's tapes)",
-        err=True,
+    def media_types() -> list[str]:
+        query = "select distinct media_type from tapelens.tapes where media_type is not null"
+        return [str(row[0]) for row in conn.execute(query).fetchall()]
+
+    return site_drives(
+        spec, lambda: read_drives(conn), media_types, lambda note: click.echo(note, err=True)
     )
-    return assumed
 
 
 INVENTORY_DRIVES = (

@@ -7,6 +7,7 @@ the previous one, docs/domain.md). Putting tapes on drives is dispatch.py's work
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME, DRIVE_TYPES, normalise_drive_type
@@ -41,3 +42,36 @@ def parse_drives(spec: str) -> dict[str, int]:
 def readable_by_catalog() -> dict[str, tuple[str, ...]]:
     """Media type -> drive types that read it, from the media catalog."""
     return {name: m.readable_by for name, m in BY_NAME.items()}
+
+
+def site_drives(
+    spec: str | None,
+    online: Callable[[], dict[str, int]],
+    media_types: Callable[[], list[str]],
+    say: Callable[[str], None],
+) -> dict[str, int]:
+    """The drives a command that plans or predicts uses, on either engine: --drives (`spec`,
+    each type checked against the media catalog), else the `online` drives of the inventory,
+    else one drive of the oldest generation that reads each of the site's tapes' media types,
+    said through `say`. No drive and no tape of known media type is an error saying how to
+    give them. `online` and `media_types` read the engine's tables, only when needed."""
+    if spec:
+        return parse_drives(spec)
+    listed = online()
+    if listed:
+        return listed
+    assumed: dict[str, int] = {}
+    for name in sorted(media_types()):
+        if name in BY_NAME:
+            assumed[BY_NAME[name].readable_by[0]] = 1
+    if not assumed:
+        raise InputError(
+            "no drives: give --drives SPEC (e.g. LTO8:6,LTO7:4), or list the site's drives with"
+            " `tapelens drives load FILE.csv` or `tapelens drives derive`"
+        )
+    spec_text = ",".join(f"{k}:{v}" for k, v in sorted(assumed.items()))
+    say(
+        f"tapelens: no --drives and no drives in `tapelens drives`: assuming {spec_text}"
+        " (one drive for each media type of the site's tapes)"
+    )
+    return assumed

@@ -13,6 +13,7 @@ on the frame is the one every engine uses.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -35,7 +36,6 @@ from tapelens.analysis.recall.store.catalog import _COPY_COLUMNS, CATALOG_SCHEMA
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
-from tapelens.errors import InputError
 from tapelens.frames import SPARK, FrameReader
 from tapelens.media import MEDIA_TYPES, MediaType, fill_media_from_labels
 from tapelens.spark.read import spark_frame
@@ -279,22 +279,26 @@ def with_not_found_causes(spark: SparkSession, plan: RecallPlan) -> RecallPlan:
 
 
 def drives_or_inventory(spark: SparkSession, spec: str | None) -> dict[str, int]:
-    """The drives a plan on Spark uses: --drives, else the online drives of the Spark table
-    tapelens.drives; with neither, an error that says to give them."""
-    from tapelens.analysis.recall.schedule.drives import parse_drives
+    """The drives a plan on Spark uses, from the Spark tables, by the rule both engines follow
+    (analysis.recall.schedule.drives.site_drives); a drive assumed is said on stderr."""
+    from tapelens.analysis.recall.schedule.drives import site_drives
 
-    if spec:
-        return parse_drives(spec)
-    online = spark_frame(
-        spark,
-        "select drive_type, count(*) as drives from tapelens.drives where state = 'online'"
-        " group by drive_type",
-    )
-    if online.height == 0:
-        raise InputError(
-            "no drives: give --drives SPEC (e.g. LTO8:6,LTO7:4); the Spark tables list none"
+    def online() -> dict[str, int]:
+        rows = spark_frame(
+            spark,
+            "select drive_type, count(*) as drives from tapelens.drives where state = 'online'"
+            " group by drive_type",
         )
-    return {str(t): int(n) for t, n in online.iter_rows()}
+        return {str(t): int(n) for t, n in rows.iter_rows()}
+
+    def media_types() -> list[str]:
+        rows = spark_frame(
+            spark,
+            "select distinct media_type from tapelens.tapes where media_type is not null",
+        )
+        return [str(m) for m in rows["media_type"]]
+
+    return site_drives(spec, online, media_types, lambda note: print(note, file=sys.stderr))
 
 
 def read_placement_costs(spark: SparkSession, datasets: list[str]) -> pl.DataFrame | None:
