@@ -52,10 +52,18 @@ class Built:
     """A site built on both engines."""
 
     dsn: str  # its PostgreSQL database
-    spark: Any  # the Spark session
     warehouse: SparkWarehouse
     logs: Path  # dbt's logs, a folder per engine
     site: Path  # the generated site (its manifest and inputs)
+
+    @property
+    def spark(self) -> Any:
+        """The process's Spark session on this site's warehouse: the one running, or a new one
+        when a test in between worked on another warehouse (spark_session stops a session
+        made for another)."""
+        from tapelens.spark.session import spark_session
+
+        return spark_session(MASTER, self.warehouse.path, conf=SMALL)
 
 
 def generate_site(site: Path, files: int, seed: int) -> None:
@@ -90,7 +98,7 @@ def build_on_both(dsn: str, site: Path, warehouse: Path, logs: Path) -> Built:
     copy_to_spark(dsn, spark)
     on_spark = SparkWarehouse(MASTER, warehouse)
     build(on_spark, exclude=MODELS_ONLY, log_dir=logs / "spark")
-    return Built(dsn, spark, on_spark, logs, site)
+    return Built(dsn, on_spark, logs, site)
 
 
 def spark_runs_table(dsn: str, spark: Any) -> None:

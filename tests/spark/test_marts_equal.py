@@ -97,7 +97,7 @@ def build_loaded(dsn: str, site: Path, warehouse: Path, logs: Path) -> Built:
     small(spark)
     on_spark = SparkWarehouse(MASTER, warehouse)
     build(on_spark, exclude=MODELS_ONLY, log_dir=logs / "spark")
-    return Built(dsn, spark, on_spark, logs, site)
+    return Built(dsn, on_spark, logs, site)
 
 
 def small(spark: object) -> None:
