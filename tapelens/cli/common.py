@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import polars as pl
@@ -22,7 +22,10 @@ from tapelens.media import BY_NAME as MEDIA
 from tapelens.media import normalise_drive_type
 from tapelens.server import Server, server_for, start
 from tapelens.settings import default_home
-from tapelens.spark.settings import EngineSettings
+from tapelens.spark.settings import EngineSettings, current_engine
+
+if TYPE_CHECKING:
+    from tapelens.analysis.whatif.store import SiteModel
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -401,3 +404,25 @@ def engine_reader(engine: EngineSettings, home: Path, dsn: Callable[[], str]) ->
     from tapelens.spark.read import spark_reader
 
     return spark_reader(engine.spark_master, engine.warehouse(home))
+
+
+def engine_site(
+    app: App, drives_spec: str | None = None, *, plan: bool = False
+) -> tuple[FrameReader, SiteModel, dict[str, int]]:
+    """What an analysis of the site reads, on the engine the command runs on: the catalog's
+    frame reader, the site's model (whatif.store.site_model) and, for a `plan`, its drives
+    (--drives, else the inventory's, as each engine's drives_or_inventory gives them)."""
+    engine = current_engine()
+    read = engine_reader(engine, app.home, app.dsn)
+    from tapelens.analysis.whatif.store import site_model, site_model_on_spark
+
+    if engine.spark:
+        from tapelens.analysis.recall.store import on_spark
+        from tapelens.spark.session import spark_session
+
+        spark = spark_session(engine.spark_master, engine.warehouse(app.home))
+        drives = on_spark.drives_or_inventory(spark, drives_spec) if plan else {}
+        return read, site_model_on_spark(spark), drives
+    with connection(app.dsn()) as conn:
+        drives = drives_or_inventory(conn, drives_spec) if plan else {}
+        return read, site_model(conn), drives

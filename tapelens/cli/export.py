@@ -28,9 +28,8 @@ from tapelens.analysis.recall.store.export_copies import (
     tape_fill,
 )
 from tapelens.analysis.sim.config import parse_duration
-from tapelens.cli.common import App, F, engine_reader, order_option, pass_app
+from tapelens.cli.common import App, F, engine_reader, engine_site, order_option, pass_app
 from tapelens.cli.output import emit, format_option
-from tapelens.cli.whatif import engine_site
 from tapelens.db import connection
 from tapelens.errors import InputError
 from tapelens.frames import FrameReader

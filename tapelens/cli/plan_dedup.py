@@ -14,6 +14,7 @@ from tapelens.cli.common import (
     App,
     dataset_type_option,
     drives_option,
+    engine_site,
     known_names_in,
     limit_options,
     nothing_matches,
@@ -22,7 +23,6 @@ from tapelens.cli.common import (
 )
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
-from tapelens.cli.whatif import engine_site
 from tapelens.errors import InputError
 from tapelens.spark.settings import engine_options
 

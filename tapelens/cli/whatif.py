@@ -13,9 +13,6 @@ from tapelens.analysis.sim.simulator import parse_duration
 from tapelens.analysis.whatif.replay import POLICIES, WhatIfParams
 from tapelens.analysis.whatif.store import (
     CatalogOptions,
-    SiteModel,
-    site_model,
-    site_model_on_spark,
     whatif_from_catalog,
 )
 from tapelens.cli.common import (
@@ -24,8 +21,7 @@ from tapelens.cli.common import (
     aliased,
     dataset_type_option,
     drives_option,
-    drives_or_inventory,
-    engine_reader,
+    engine_site,
     hidden_alias,
     known_names_in,
     nothing_matches,
@@ -34,11 +30,9 @@ from tapelens.cli.common import (
     written_between_options,
 )
 from tapelens.cli.output import emit, format_option
-from tapelens.db import connection
 from tapelens.errors import InputError
-from tapelens.frames import FrameReader
 from tapelens.ingest.formats.fields import parse_size
-from tapelens.spark.settings import current_engine, engine_options
+from tapelens.spark.settings import engine_options
 
 # What a what-if table is about: the mean gap, tapes per dataset and the recall rate each
 # placement gives, never left out of a table fitted to a terminal.
@@ -65,26 +59,6 @@ def _bytes(text: str | None, what: str) -> int | None:
     if value is None or value <= 0:
         raise InputError(f"{what}: expected a size like 4TB or 500GB, got {text!r}")
     return value
-
-
-def engine_site(
-    app: App, drives_spec: str | None = None, *, plan: bool = False
-) -> tuple[FrameReader, SiteModel, dict[str, int]]:
-    """What an analysis of the site reads, on the engine the command runs on: the catalog's
-    frame reader, the site's model (whatif.store.site_model) and, for a `plan`, its drives
-    (--drives, else the inventory's, as each engine's drives_or_inventory gives them)."""
-    engine = current_engine()
-    read = engine_reader(engine, app.home, app.dsn)
-    if engine.spark:
-        from tapelens.analysis.recall.store import on_spark
-        from tapelens.spark.session import spark_session
-
-        spark = spark_session(engine.spark_master, engine.warehouse(app.home))
-        drives = on_spark.drives_or_inventory(spark, drives_spec) if plan else {}
-        return read, site_model_on_spark(spark), drives
-    with connection(app.dsn()) as conn:
-        drives = drives_or_inventory(conn, drives_spec) if plan else {}
-        return read, site_model(conn), drives
 
 
 @group.command("placement")
