@@ -344,17 +344,18 @@ def _replay_figures(
     takes of a placed frame, with only the campaigns' files named for the recall engine."""
     a, obj, pools = prepared.arrivals, replayed.obj, prepared.pools
     n_pools = len(pools)
-    file_tape = obj.obj_tape[obj.file_obj]
+    # The files in write order: objects are numbered in it, so their tapes are read in turn.
+    written = _Written.of(prepared, replayed)
     # Tapes and families each belong to one pool (a family code is of a pool's group, or its
     # rest), so a pool's count is that of the distinct ones its files name.
     tape_pool = np.full(obj.tape_media.shape[0], -1, dtype=np.int64)
-    tape_pool[file_tape] = a.pool
+    tape_pool[written.tape] = written.pool
     tapes = np.bincount(tape_pool[tape_pool >= 0], minlength=n_pools)
     low = int(replayed.family.min())
     family_pool = np.full(int(replayed.family.max()) - low + 1, -1, dtype=np.int64)
     family_pool[replayed.family - low] = a.pool
     families = np.bincount(family_pool[family_pool >= 0], minlength=n_pools)
-    tapes_per_dataset, mean_gap = _replay_gaps(prepared, replayed, file_tape, shared.datasets)
+    tapes_per_dataset, mean_gap = _replay_gaps(prepared, written, shared.datasets)
     read = placed_families(prepared, inputs.params, replayed, shared.campaign_rows)
     wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
     read = read.select([c for c in read.columns if c in wanted])
@@ -418,22 +419,46 @@ def _table_row(
     }
 
 
+@dataclass(frozen=True)
+class _Written:
+    """A replay's files in write order: each one's tape, position, pool and dataset, and
+    whether it is an aggregate's member."""
+
+    tape: np.ndarray
+    position: np.ndarray
+    pool: np.ndarray
+    dataset: np.ndarray
+    member: np.ndarray
+
+    @staticmethod
+    def of(prepared: HintStream, replayed: FamilyReplay) -> _Written:
+        a, obj, order = prepared.arrivals, replayed.obj, replayed.write_order
+        # The objects ascend in write order, so their tapes are read in turn, not at random.
+        in_order = obj.file_obj[order]
+        return _Written(
+            obj.obj_tape[in_order],
+            obj.obj_pos[in_order],
+            a.pool[order],
+            a.dataset[order],
+            obj.file_member[order] > 0,
+        )
+
+
 def _replay_gaps(
-    prepared: HintStream, replayed: FamilyReplay, file_tape: np.ndarray, datasets: np.ndarray
+    prepared: HintStream, written: _Written, datasets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gap figures per pool of a replay: its files in write order lie on each tape in position
-    (and offset) order, so one stable sort by tape and dataset puts them in gap order."""
-    a, obj = prepared.arrivals, replayed.obj
-    order = replayed.write_order
-    width = int(a.dataset.max()) + 1
-    key = file_tape[order] * width + a.dataset[order]
-    at = order[np.argsort(key, kind="stable")]
+    (and offset) order, so one stable sort by tape and dataset puts them in gap order. A
+    dataset's files mostly follow one another in write order, so the sort moves runs of them
+    and the arrays taken in its order are read almost in turn."""
+    width = int(prepared.arrivals.dataset.max()) + 1
+    at = np.argsort(written.tape * width + written.dataset, kind="stable")
     return ordered_gap_figures(
-        a.pool[at],
-        file_tape[at],
-        a.dataset[at],
-        obj.obj_pos[obj.file_obj[at]],
-        obj.file_member[at] > 0,
+        written.pool[at],
+        written.tape[at],
+        written.dataset[at],
+        written.position[at],
+        written.member[at],
         datasets,
     )
 
