@@ -185,10 +185,10 @@ def place_families(
     slot_sorted = chunk_slot[np.cumsum(new) - 1]
     slot: np.ndarray = np.empty(n, dtype=np.int64)
     slot[order] = slot_sorted
-    # Write order: per pool and slot, the migrations in turn, each family's files together.
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    write_order = _argsort_keys([a.pool, slot], rank)
+    # Write order: per pool and slot, the migrations in turn, each family's files together:
+    # `order` already takes them so, so a stable sort of it by pool and slot alone (a small
+    # key, sorted by radix) gives it.
+    write_order = order[ww.stable_order(key_p * (int(open_per_pool.max()) + 1) + slot_sorted)]
     return write_order, slot, batch, ran_s
 
 
@@ -258,7 +258,12 @@ def write_cost(
     tape_pool = np.zeros(n_tapes, dtype=np.int64)
     tape_pool[obj.obj_tape] = obj_pool
     partly = used < FULL_SHARE * capacity[obj.tape_media]
-    pairs = np.unique(obj.obj_tape * (int(obj_batch.max(initial=0)) + 1) + obj_batch)
+    pair = obj.obj_tape * (int(obj_batch.max(initial=0)) + 1) + obj_batch
+    if pair.shape[0] > 1 and bool((pair[1:] >= pair[:-1]).all()):
+        # Objects numbered in write order: each tape's, and its migrations', in turn.
+        pairs = pair[np.flatnonzero(np.append(True, pair[1:] != pair[:-1]))]
+    else:
+        pairs = np.unique(pair)
     pair_tape = pairs // (int(obj_batch.max(initial=0)) + 1)
     mounts = np.bincount(tape_pool[pair_tape], minlength=len(pools))
     return WriteCost(

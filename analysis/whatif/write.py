@@ -184,7 +184,10 @@ def fill(sizes: np.ndarray, capacity: np.ndarray, seg_starts: np.ndarray) -> np.
 def positions(obj_tape: np.ndarray, obj_size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Objects numbered in write order: (1-based position, bytes before) on their tape."""
     n = obj_tape.shape[0]
-    order = np.argsort(obj_tape, kind="stable")
+    if n > 1 and bool((obj_tape[1:] >= obj_tape[:-1]).all()):
+        order = np.arange(n)  # numbered tape after tape, as the drives fill them
+    else:
+        order = np.argsort(obj_tape, kind="stable")
     tape_sorted = obj_tape[order]
     new = np.ones(n, dtype=bool)
     new[1:] = tape_sorted[1:] != tape_sorted[:-1]
