@@ -4,7 +4,7 @@ canonical tables the dashboard views read, copied into the PostgreSQL database S
 Superset keeps reading PostgreSQL (the views of dashboards/views/*.sql, their datasets and
 charts are the same on either engine); after `marts build --engine spark` this module replaces
 that database's copy in one transaction: the marts of one row per dataset, tape, pool, day,
-month or hint group whole, and of the canonical tables only what the views show (tapes,
+month, bucket or hint group whole, and of the canonical tables only what the views show (tapes,
 drives, mounts, failed transfers with the copies of their paths, the latest week's reads and
 the reads that carry a queue time). The catalog and the per-copy and per-read marts stay on
 Spark. Rows cross from Spark to the driver in Arrow and into PostgreSQL by COPY; a failure
@@ -38,9 +38,14 @@ RECORD = "tapelens.dashboard_publications"
 
 # The marts the dashboards read whose rows are per dataset, tape, pool, day, month or hint
 # group: copied whole. fct_duplicate_copies is per file, but only per file with more than one
-# live copy (lost-acknowledgement retries), a small share of the catalog.
+# live copy (lost-acknowledgement retries), a small share of the catalog. The gap histogram
+# and the read rate charts read agg_gap_histogram, agg_read_rates_daily and
+# agg_read_rates_by_gap, per day and bucket, in place of the copies and reads themselves.
 AGGREGATE_MARTS = (
     "agg_gap_by_type_period",
+    "agg_gap_histogram",
+    "agg_read_rates_by_gap",
+    "agg_read_rates_daily",
     "dim_datasets",
     "fct_dataset_placement_cost",
     "fct_dataset_tape_gaps",
@@ -54,8 +59,8 @@ AGGREGATE_MARTS = (
     "fct_tape_occupancy",
 )
 
-# Marts the dashboards read with a row per copy or per read: they grow with the catalog and
-# the history, and are not copied (the charts over them show nothing on a Spark build).
+# Marts with a row per copy or per read: they grow with the catalog and the history, and are
+# not copied; no dashboard reads them (their charts read the aggregates above).
 PER_ROW_MARTS = ("fct_file_gaps", "fct_transfer_rates")
 
 # The rows of the canonical tables the views of dashboards/views/*.sql read, as Spark SQL:

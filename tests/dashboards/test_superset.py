@@ -7,6 +7,7 @@ Browser checks use Debian's chromium (scripts/install-browser), never a download
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -16,6 +17,7 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,124 @@ def test_every_chart_returns_rows(client: SupersetClient) -> None:
         if not result["rowcount"]:
             empty.append(chart["slice_name"])
     assert not empty
+
+
+# The charts over the per-day aggregates of the gaps and the reads, and the figures they showed
+# when they read the copies and reads themselves (fct_file_gaps, fct_transfer_rates): by
+# chart, the chart's columns and metric as SQL over those marts (`where` for the filters), the
+# time column the dashboards' time range applied to, and the native filters in the chart's
+# scope (the read rates have no experiment).
+AGGREGATED_CHARTS = {
+    "Gap histogram (counted gaps, posdiff 1-99)": (
+        "select posdiff, dataset_type, count(*) as copies from tapelens_marts.fct_file_gaps"
+        " where gap_class = 'counted' and {where} group by 1, 2",
+        "written_at",
+        ("dataset_type", "experiment", "media_type"),
+    ),
+    "Read rate per day": (
+        "select extract(epoch from date_trunc('day', started_at at time zone 'UTC'))"
+        " * 1000 as read_day, media_type, sum(size_bytes) / 1e6 / nullif(sum(duration_s), 0)"
+        " as read_rate_mb_s from tapelens_marts.fct_transfer_rates where {where} group by 1, 2",
+        "started_at",
+        ("dataset_type", "media_type"),
+    ),
+    "Read rate by file size": (
+        "select case when size_bytes is null then 'unknown' when size_bytes < 1e8 then"
+        " '1: < 0.1 GB' when size_bytes < 1e9 then '2: 0.1-1 GB' when size_bytes < 4e9 then"
+        " '3: 1-4 GB' when size_bytes < 1e10 then '4: 4-10 GB' else '5: >= 10 GB' end"
+        " as size_class, media_type, sum(size_bytes) / 1e6 / nullif(sum(duration_s), 0)"
+        " as read_rate_mb_s from tapelens_marts.fct_transfer_rates where {where} group by 1, 2",
+        "started_at",
+        ("dataset_type", "media_type"),
+    ),
+    "Read rate against the gap at read time": (
+        "select read_posdiff, media_type, sum(size_bytes) / 1e6 / nullif(sum(duration_s), 0)"
+        " as read_rate_mb_s from tapelens_marts.fct_transfer_rates"
+        " where read_gap_class = 'counted' and {where} group by 1, 2",
+        "started_at",
+        ("dataset_type", "media_type"),
+    ),
+}
+# Values of the filters, as Superset adds them to a chart's query, and the time range by the
+# time column it applies to (part of the site's writes, and of its reads); its bounds are
+# midnights UTC, so that a day of the aggregates is wholly in or out of it.
+CHART_FILTER_VALUES = {
+    "dataset_type": ["AOD", "RAW"],
+    "experiment": ["atlas"],
+    "media_type": ["LTO-8", "LTO-9"],
+}
+CHART_TIME_RANGES = {
+    "written_at": ("2019-09-01", "2020-12-01"),
+    "started_at": ("2022-01-05", "2022-01-25"),
+}
+
+
+def _chart_rows(answer: dict[str, Any]) -> dict[tuple[object, ...], float]:
+    """A chart data answer's rows: its metric (the last column) by the values of the others."""
+    result = answer["result"][0]
+    assert not result.get("error"), result.get("error")
+    metric = result["colnames"][-1]
+    return {
+        tuple(v for k, v in sorted(row.items()) if k != metric): row[metric]
+        for row in result["data"]
+    }
+
+
+def _sql_rows(dsn: str, query: str) -> dict[tuple[object, ...], float]:
+    """The rows of query the same way: its last column by the values of the others."""
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(query.encode())
+        names = [d.name for d in cur.description or []]
+        found = {}
+        for values in cur.fetchall():
+            row = dict(zip(names, values, strict=True))
+            metric = row.pop(names[-1])
+            key = tuple(int(v) if isinstance(v, Decimal) else v for _, v in sorted(row.items()))
+            found[key] = None if metric is None else float(metric)
+        return found
+
+
+def _assert_same_figures(
+    got: dict[tuple[object, ...], float], expected: dict[tuple[object, ...], float], what: str
+) -> None:
+    assert expected, f"{what}: the site has no rows for it"
+    assert set(got) == set(expected), what
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-9), (what, key)
+
+
+def test_the_gap_and_read_rate_charts_show_the_figures_of_the_copies_and_reads(
+    client: SupersetClient, site_dsn: str
+) -> None:
+    """The gap histogram and the three read rate charts read the per-day aggregates
+    (agg_gap_histogram, agg_read_rates_daily, agg_read_rates_by_gap), which a Spark build
+    copies to the dashboards' database: they show the figures they showed over the copies and
+    reads of fct_file_gaps and fct_transfer_rates, as saved and with the dashboards' filters
+    set."""
+    charts = {c["slice_name"]: c["id"] for c in client.charts()}
+    for name, (query, time_column, scope) in AGGREGATED_CHARTS.items():
+        start, end = CHART_TIME_RANGES[time_column]
+        as_saved = _chart_rows(client.chart_data(charts[name]))
+        _assert_same_figures(as_saved, _sql_rows(site_dsn, query.format(where="true")), name)
+
+        # The chart's saved query with the filters set, as the dashboard sends it.
+        context = json.loads(
+            client.get_json(f"/api/v1/chart/{charts[name]}")["result"]["query_context"]
+        )
+        added = [{"col": c, "op": "IN", "val": CHART_FILTER_VALUES[c]} for c in scope]
+        for q in context["queries"]:
+            q["filters"] = [
+                {**f, "val": f"{start} : {end}"} if f["op"] == "TEMPORAL_RANGE" else f
+                for f in q["filters"]
+            ] + added
+        filtered = _chart_rows(client.send_json("POST", "/api/v1/chart/data", context))
+        where = " and ".join(
+            [f"{time_column} >= '{start}T00:00:00Z' and {time_column} < '{end}T00:00:00Z'"]
+            + [f"{c} in ({', '.join(repr(v) for v in CHART_FILTER_VALUES[c])})" for c in scope]
+        )
+        expected = _sql_rows(site_dsn, query.format(where=where))
+        _assert_same_figures(filtered, expected, f"{name}, filtered")
+        assert len(filtered) < len(as_saved), name  # the filters took effect
 
 
 def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) -> None:
