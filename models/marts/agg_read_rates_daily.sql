@@ -4,42 +4,23 @@
 -- reading, so that any grouping of these rows gives sum(bytes) / sum(duration_s), the rate of
 -- the reads it covers (a mean of per-row rates would weigh a day of one read like a day of
 -- thousands). bytes and duration_s each sum what the reads give, as fct_transfer_rates's
--- read_rate_mb_s does over its rows. A Spark build copies these rows to the dashboards'
--- database (tapelens/spark/publish.py); the reads stay on Spark.
+-- read_rate_mb_s did over its rows (macros/read_rates.sql). A Spark build copies these rows to
+-- the dashboards' database (tapelens/spark/publish.py); the reads stay on Spark.
 --
 -- Rebuilt whole by each build from fct_transfer_rates, itself rebuilt whole: one pass over
 -- the reads.
-with reads as (
-    select
-        {{ utc_day('started_at') }} as read_day,
-        media_type,
-        coalesce(dataset_type, 'unknown') as dataset_type,
-        -- the classes the chart has always shown, sorted by their label; a read whose size
-        -- neither the log nor the catalog gives has none
-        case
-            when size_bytes is null then 'unknown'
-            when size_bytes < 100000000 then '1: < 0.1 GB'
-            when size_bytes < 1000000000 then '2: 0.1-1 GB'
-            when size_bytes < 4000000000 then '3: 1-4 GB'
-            when size_bytes < 10000000000 then '4: 4-10 GB'
-            else '5: >= 10 GB'
-        end as size_class,
-        size_bytes,
-        duration_s
-    from {{ ref('fct_transfer_rates') }}
-),
 
-final as (
-    select
-        read_day,
-        media_type,
-        dataset_type,
-        size_class,
-        count(*) as reads,
-        sum(size_bytes)::bigint as bytes,
-        {{ as_double('sum(duration_s)') }} as duration_s
-    from reads
-    group by read_day, media_type, dataset_type, size_class
-)
+-- The classes the chart has always shown, sorted by their label (GB of 10^9 bytes); a read
+-- whose size neither the log nor the catalog gives has none.
+{% set size_class -%}
+    case
+        when size_bytes is null then 'unknown'
+        when size_bytes < 100000000 then '1: < 0.1 GB'
+        when size_bytes < 1000000000 then '2: 0.1-1 GB'
+        when size_bytes < 4000000000 then '3: 1-4 GB'
+        when size_bytes < 10000000000 then '4: 4-10 GB'
+        else '5: >= 10 GB'
+    end
+{%- endset %}
 
-select * from final
+{{ reads_per_day_and(ref('fct_transfer_rates'), 'size_class', size_class) }}
