@@ -58,6 +58,7 @@ from tapelens.analysis.whatif.replay import (  # noqa: E402
 )
 from tapelens.analysis.whatif.stats import RecallSetup  # noqa: E402
 from tapelens.dbt_runs import build  # noqa: E402
+from tapelens.frames import postgres_reader  # noqa: E402
 from tapelens.ingest.formats.base import ParseOptions  # noqa: E402
 from tapelens.ingest.load import ingest_file  # noqa: E402
 from tapelens.ingest.manifest import read_manifest  # noqa: E402
@@ -219,7 +220,7 @@ def end_to_end(files: int, seed: int, dsn: str) -> list[str]:
             params = WhatIfParams(window_s=86_400.0, batch_bytes=4 * TB, write_drives=WRITE_DRIVES)
             options = SiteAdviceOptions(AdviceOptions(open_families=WRITE_DRIVES), drives=drives)
             started, cpu = time.perf_counter(), time.process_time()
-            advice = advise_from_catalog(conn, params, options, say)
+            advice = advise_from_catalog(conn, params, options, say, postgres_reader(dsn))
             took, took_cpu = time.perf_counter() - started, time.process_time() - cpu
             campaigns = read_campaigns(conn)
     table = advice.table

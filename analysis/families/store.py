@@ -17,6 +17,9 @@ from tapelens.analysis.families.export import named
 from tapelens.analysis.whatif.families import LEVELS
 from tapelens.analysis.whatif.replay import WhatIfParams
 from tapelens.analysis.whatif.store import (
+    COPY_SCHEMA,
+    UTC_US,
+    copies_sql,
     media_schedule,
     read_copies,
     recall_setup,
@@ -24,7 +27,8 @@ from tapelens.analysis.whatif.store import (
 )
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError, InputError
-from tapelens.frames import copy_frame, one_line
+from tapelens.frames import FrameReader, copy_frame, one_line
+from tapelens.media import fill_media_from_labels
 
 # Reads of one requester belong to one campaign while each starts within this many seconds of
 # the one before: the default of fct_hint_recall_groups (var recall_campaign_gap_s).
@@ -73,11 +77,17 @@ class SiteAdviceOptions:
     aggregate: bool | None = None
 
 
-def read_groups(conn: psycopg.Connection) -> pl.DataFrame:
-    """Each written file's hint group at every level (the ok records of fct_hinted_files)."""
-    schema = {"file_id": pl.String()} | {f"group_{k}": pl.String() for k in range(LEVELS)}
+_GROUP_SCHEMA = {"file_id": pl.String()} | {f"group_{k}": pl.String() for k in range(LEVELS)}
+
+
+def read_groups(conn: psycopg.Connection, read: FrameReader | None = None) -> pl.DataFrame:
+    """Each written file's hint group at every level (the ok records of fct_hinted_files),
+    through `read` (Arrow, columnar) when given, else through COPY on `conn`."""
+    query = _GROUPS.format(sql.Identifier(MARTS_SCHEMA))
     try:
-        return copy_frame(conn, _GROUPS.format(sql.Identifier(MARTS_SCHEMA)), schema)
+        if read is not None:
+            return read(query.as_string(conn)).cast(pl.Schema(_GROUP_SCHEMA))
+        return copy_frame(conn, query, _GROUP_SCHEMA)
     except Exception as exc:  # the mart is missing: no hints loaded or marts not built
         if "fct_hinted_files" in str(exc):
             raise InputError(
@@ -98,11 +108,15 @@ def advise_from_catalog(
     params: WhatIfParams,
     options: SiteAdviceOptions,
     progress: Progress | None = None,
+    read: FrameReader | None = None,
 ) -> Advice:
-    """Advise tape families from the catalog, the hints and the history in the database."""
+    """Advise tape families from the catalog, the hints and the history in the database.
+    `read`: the database's frame reader (tapelens.frames.postgres_reader), through which the
+    live copies and the hint groups, millions of rows on a large site, come as Arrow columns;
+    without it they are read through COPY on `conn`."""
     say = progress or (lambda _m: None)
     say("reading the live copies, hint groups and recall campaigns")
-    copies = read_copies(conn)
+    copies = read_copies(conn) if read is None else _copies_from(read)
     stream = write_stream(copies)
     seconds = pl.col("arrived_at").dt.epoch("us").cast(pl.Float64) / 1e6
     if options.since_s is not None:
@@ -111,7 +125,7 @@ def advise_from_catalog(
         stream = stream.filter(seconds < options.until_s)
     if stream.height == 0:
         raise InputError("no files were written in the chosen window")
-    groups = read_groups(conn)
+    groups = read_groups(conn, read)
     if groups.height == 0:
         raise InputError("no written file has usable hints (tapelens report hints --by coverage)")
     stream = stream.join(groups, on="file_id", how="left")
@@ -126,6 +140,13 @@ def advise_from_catalog(
     present = set(copies["media_type"].unique().drop_nulls().to_list())
     recall = recall_setup(conn, options.drives, present | {m for m, _ in params.media})
     return advise(copies, stream, campaigns, recall, params, options.advice, say)
+
+
+def _copies_from(read: FrameReader) -> pl.DataFrame:
+    """Every live copy (COPY_SCHEMA; written_at as a UTC datetime) through a frame reader, in
+    the order they come: the advice depends on no order of the copies."""
+    frame = read(copies_sql(read.dialect)).cast(pl.Schema({**COPY_SCHEMA, "written_at": UTC_US}))
+    return fill_media_from_labels(frame)
 
 
 # Where the advice is kept (migration 026): per pool the options of its last advice, its table

@@ -35,6 +35,7 @@ from tapelens.cli.groups import BY_NAME
 from tapelens.cli.output import emit, format_option
 from tapelens.cli.whatif import _bytes, _epoch
 from tapelens.db import connection
+from tapelens.frames import postgres_reader
 
 BY = ("placement", "family")
 # What decides each table, never left out of a fitted one.
@@ -157,7 +158,7 @@ def families(
     with connection(app.dsn()) as conn:
         drives = drives_or_inventory(conn, drives_spec)
         options = SiteAdviceOptions(advice, _epoch(since), _epoch(until), drives)
-        result = advise_from_catalog(conn, params, options, say)
+        result = advise_from_catalog(conn, params, options, say, postgres_reader(app.dsn()))
         if store:
             pools = store_advice(conn, result, params, options)
             click.echo(f"kept the advice of {len(pools)} pool(s): {', '.join(pools)}", err=True)
