@@ -29,6 +29,7 @@ from tapelens.analysis.whatif.families import (
     FamilyPolicy,
     dense_codes,
     family_codes,
+    family_names,
     renumbered,
 )
 from tapelens.analysis.whatif.replay import (
@@ -110,15 +111,29 @@ class AdviceOptions:
     levels: tuple[int, ...] = tuple(range(LEVELS))
 
 
-@dataclass(frozen=True)
 class Advice:
     """The advice: per pool and placement its figures (TABLE_SCHEMA; `advised` marks each
-    pool's advised level), the advised families (pool, level, family, files, bytes, hint
-    groups: the group values a family takes in), and each advised file's place."""
+    pool's advised level), the advised families (pool, level, family, files, bytes, tapes),
+    and each advised file's place (file_id, pool, family, volume, ...). The placement, a row
+    per file of the advised pools, is made when first asked for (or given made): `plan
+    families` prints and keeps the table and the families only."""
 
-    table: pl.DataFrame
-    families: pl.DataFrame
-    placement: pl.DataFrame  # the advised placement: file_id, pool, family, volume, ...
+    def __init__(
+        self,
+        table: pl.DataFrame,
+        families: pl.DataFrame,
+        placement: pl.DataFrame | Callable[[], pl.DataFrame],
+    ) -> None:
+        self.table = table
+        self.families = families
+        self._placement = placement
+
+    @property
+    def placement(self) -> pl.DataFrame:
+        """The advised placement: file_id, pool, family, volume, ..."""
+        if not isinstance(self._placement, pl.DataFrame):
+            self._placement = self._placement()
+        return self._placement
 
 
 def advise(
@@ -236,18 +251,24 @@ def _advise(
     advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
         "pool", "level"
     )
-    # Only the advised pools' files are named (families, volumes), in the stream's order.
-    parts = [
-        placed_families(
-            prepared,
-            params,
+    chosen = [
+        (
+            pool,
+            int(level),
             replayed_by_level[int(level)],
             np.flatnonzero(a.pool == pools.index(pool)),
         )
         for pool, level in advised.iter_rows()
     ]
-    placement = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
-    return Advice(table, _families(placement, advised), placement)
+
+    def placement() -> pl.DataFrame:
+        # Only the advised pools' files are named (families, volumes), in the stream's order.
+        parts = [
+            placed_families(prepared, params, replayed, rows) for _, _, replayed, rows in chosen
+        ]
+        return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+
+    return Advice(table, _advised_families(prepared, chosen), placement)
 
 
 def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
@@ -792,28 +813,56 @@ def _choose(table: pl.DataFrame) -> pl.DataFrame:
     return table.with_columns(pl.Series("advised", marks, dtype=pl.Boolean))
 
 
-def _families(placement: pl.DataFrame, advised: pl.DataFrame) -> pl.DataFrame:
-    """The advised families per pool: files, bytes, tapes and the hint groups each takes in."""
-    schema = {
-        "pool": pl.String,
-        "level": pl.Int64,
-        "family": pl.String,
-        "files": pl.Int64,
-        "bytes": pl.Int64,
-        "tapes": pl.Int64,
-    }
-    if placement.height == 0:
-        return pl.DataFrame(schema=schema)
-    return (
-        placement.join(advised, on="pool")
-        .group_by("pool", "level", "family")
-        .agg(
-            pl.len().cast(pl.Int64).alias("files"),
-            pl.col("size_bytes").sum().cast(pl.Int64).alias("bytes"),
-            pl.col("volume").n_unique().cast(pl.Int64).alias("tapes"),
+FAMILIES_SCHEMA: dict[str, pl.DataType] = {
+    "pool": pl.String(),
+    "level": pl.Int64(),
+    "family": pl.String(),
+    "files": pl.Int64(),
+    "bytes": pl.Int64(),
+    "tapes": pl.Int64(),
+}
+
+
+def _advised_families(
+    prepared: HintStream, chosen: list[tuple[str, int, FamilyReplay, np.ndarray]]
+) -> pl.DataFrame:
+    """The advised families per pool (FAMILIES_SCHEMA), as _families takes them of the
+    placement, counted on the replays' family and tape codes: only the families are named."""
+    a, parts = prepared.arrivals, []
+    for pool, level, replayed, rows in chosen:
+        obj = replayed.obj
+        counted = (
+            pl.DataFrame(
+                {
+                    "code": replayed.family[rows],
+                    "tape": obj.obj_tape[obj.file_obj[rows]],
+                    "size": a.size[rows],
+                }
+            )
+            .group_by("code")
+            .agg(
+                pl.len().cast(pl.Int64).alias("files"),
+                pl.col("size").sum().cast(pl.Int64).alias("bytes"),
+                pl.col("tape").n_unique().cast(pl.Int64).alias("tapes"),
+            )
         )
+        codes = counted["code"].to_numpy()
+        parts.append(
+            counted.select(
+                pl.lit(pool, dtype=pl.String).alias("pool"),
+                pl.lit(level, dtype=pl.Int64).alias("level"),
+                family_names(prepared.groups, codes),
+                "files",
+                "bytes",
+                "tapes",
+            )
+        )
+    if not parts:
+        return pl.DataFrame(schema=FAMILIES_SCHEMA)
+    return (
+        pl.concat(parts)
         .sort("pool", pl.col("bytes"), descending=[False, True])
-        .select(list(schema))
+        .select(list(FAMILIES_SCHEMA))
     )
 
 
