@@ -14,7 +14,7 @@ recorded placement, the advice is to keep writing as now. Pure: frames in, frame
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -184,9 +184,33 @@ def _advise(
     progress: Progress | None,
 ) -> Advice:
     """advise, numpy's huge page advice set aside."""
-    say = progress or (lambda _m: None)
     if stream.height == 0:
         raise InputError("no written files to advise on")
+    # The recorded placement and each level are priced apart, two at a time: numpy's sorts
+    # and Polars release the GIL, so two threads keep both cores busy, while a third would
+    # add its working set (a few GB at 10,000,000 copies) without a core to run on.
+    with ThreadPoolExecutor(max_workers=PRICED_AT_ONCE) as workers:
+        # What the recorded placement reads of the copies alone is coded while the stream is
+        # prepared.
+        recorded = workers.submit(_RecordedCopies.of, copies, stream)
+        return _advise_on(
+            copies, stream, campaigns, recall, params, options, progress, workers, recorded
+        )
+
+
+def _advise_on(
+    copies: pl.DataFrame,
+    stream: pl.DataFrame,
+    campaigns: pl.DataFrame,
+    recall: RecallSetup,
+    params: WhatIfParams,
+    options: AdviceOptions,
+    progress: Progress | None,
+    workers: ThreadPoolExecutor,
+    recorded: Future[_RecordedCopies],
+) -> Advice:
+    """_advise on the pricing threads `workers`, the recorded copies coded by `recorded`."""
+    say = progress or (lambda _m: None)
     prepared = prepare_hints(stream)
     a = prepared.arrivals
     pools = prepared.pools
@@ -214,8 +238,7 @@ def _advise(
 
     def price_recorded() -> list[dict[str, object]]:
         say(f"pricing the recorded placement ({copies.height:,} copies)")
-        recorded = _with_pool(copies, stream)
-        return _recorded_figures(recorded, prepared, stream_figures, campaigns, recall)
+        return _recorded_figures(recorded.result(), prepared, stream_figures, campaigns, recall)
 
     def price_level(level: int) -> tuple[FamilyReplay, list[dict[str, object]]]:
         say(f"replaying the writes collocated by hint level {level}")
@@ -226,27 +249,23 @@ def _advise(
         )
         return replayed, figures
 
-    # The recorded placement and each level are priced apart, two at a time: numpy's sorts
-    # and Polars release the GIL, so two threads keep both cores busy, while a third would
-    # add its working set (a few GB at 10,000,000 copies) without a core to run on.
-    with ThreadPoolExecutor(max_workers=PRICED_AT_ONCE) as workers:
-        recorded_rows = workers.submit(price_recorded)
-        by_level = {level: workers.submit(price_level, level) for level in families_of}
-        rows = recorded_rows.result()
-        replayed_by_level: dict[int, FamilyReplay] = {}
-        for level in options.levels:
-            if level in same_as:
-                same = same_as[level]
-                say(f"hint level {level} makes the families of level {same}: the same placement")
-                replayed_by_level[level] = replayed_by_level[same]
-                rows += [
-                    {**row, "placement": f"level {level}", "level": level}
-                    for row in rows
-                    if row["level"] == same
-                ]
-                continue
-            replayed_by_level[level], level_rows = by_level[level].result()
-            rows += level_rows
+    recorded_rows = workers.submit(price_recorded)
+    by_level = {level: workers.submit(price_level, level) for level in families_of}
+    rows = recorded_rows.result()
+    replayed_by_level: dict[int, FamilyReplay] = {}
+    for level in options.levels:
+        if level in same_as:
+            same = same_as[level]
+            say(f"hint level {level} makes the families of level {same}: the same placement")
+            replayed_by_level[level] = replayed_by_level[same]
+            rows += [
+                {**row, "placement": f"level {level}", "level": level}
+                for row in rows
+                if row["level"] == same
+            ]
+            continue
+        replayed_by_level[level], level_rows = by_level[level].result()
+        rows += level_rows
     table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
     advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
         "pool", "level"
@@ -338,18 +357,37 @@ class _StreamFigures:
     @staticmethod
     def of(prepared: HintStream, campaigns: pl.DataFrame) -> _StreamFigures:
         a, n_pools = prepared.arrivals, len(prepared.pools)
-        per_pool = (
-            pl.DataFrame({"pool": a.pool, "dataset": a.dataset})
-            .with_columns(prepared.column("file_id"))
-            .group_by("pool")
-            .agg(pl.col("file_id").n_unique().alias("files"), pl.col("dataset").n_unique())
+        # The stream's own rows: its file ids are not put in arrival order for this.
+        source_at = prepared.order.to_numpy()
+        row_pool = np.empty(source_at.shape[0], dtype=np.int64)
+        row_pool[source_at] = a.pool
+        file_id = prepared.source["file_id"]
+        files = _distinct_ids_per_pool(file_id, row_pool, n_pools)
+        # Dataset codes are of the whole stream: a pool's are its distinct (pool, code) pairs.
+        width = int(a.dataset.max(initial=0)) + 1
+        present = np.zeros(n_pools * width, dtype=bool)
+        present[a.pool * width + a.dataset] = True
+        datasets = present.reshape(n_pools, width).sum(axis=1).astype(np.int64)
+        read = file_id.is_in(campaigns["file_id"].implode()).to_numpy()
+        return _StreamFigures(files, datasets, np.flatnonzero(read[source_at]))
+
+
+def _distinct_ids_per_pool(ids: pl.Series, pool: np.ndarray, n_pools: int) -> np.ndarray:
+    """Per pool the distinct ids among its rows: counted on the ids' 64-bit hashes, which
+    are distinct, and so are the ids, where the pool has as many as rows; else on the ids."""
+    frame = pl.DataFrame({"pool": pool, "id": ids})
+    if ids.null_count() == 0:
+        per_pool = frame.group_by("pool").agg(
+            pl.col("id").hash().n_unique().alias("hashes"), pl.len().alias("rows")
         )
-        files, datasets = np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64)
-        index = per_pool["pool"].to_numpy()
-        files[index] = per_pool["files"].to_numpy()
-        datasets[index] = per_pool["dataset"].to_numpy()
-        read = prepared.column("file_id").is_in(campaigns["file_id"].implode())
-        return _StreamFigures(files, datasets, np.flatnonzero(read.to_numpy()))
+        if (per_pool["hashes"] == per_pool["rows"]).all():
+            out = np.zeros(n_pools, dtype=np.int64)
+            out[per_pool["pool"].to_numpy()] = per_pool["rows"].to_numpy()
+            return out
+    per_pool = frame.group_by("pool").agg(pl.col("id").n_unique())
+    out = np.zeros(n_pools, dtype=np.int64)
+    out[per_pool["pool"].to_numpy()] = per_pool["id"].to_numpy()
+    return out
 
 
 def _replay_figures(
@@ -488,8 +526,42 @@ def _number(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
+@dataclass(frozen=True)
+class _RecordedCopies:
+    """The copies as the recorded placement's figures read them (_with_pool's), and, when
+    none lacks a key (RECORDED_KEYS), their volume, dataset and media as dense codes and
+    counts, and each one's media capacity (-1 unknown): what needs the copies alone."""
+
+    placed: pl.DataFrame
+    codes: tuple[tuple[np.ndarray, int], tuple[np.ndarray, int], tuple[np.ndarray, int]] | None
+    capacity: np.ndarray | None
+
+    @staticmethod
+    def of(copies: pl.DataFrame, stream: pl.DataFrame) -> _RecordedCopies:
+        placed = _with_pool(copies, stream)
+        if placed.height == 0 or placed.select(RECORDED_KEYS).null_count().sum_horizontal()[0]:
+            return _RecordedCopies(placed, None, None)
+        codes = (
+            dense_codes(placed["volume"]),
+            dense_codes(placed["dataset"]),
+            dense_codes(placed["media_type"].fill_null("")),
+        )
+        capacity = (
+            placed["media_type"]
+            .replace_strict(
+                {m: MEDIA[m].capacity_bytes for m in MEDIA}, default=None, return_dtype=pl.Int64
+            )
+            .fill_null(-1)
+            .to_numpy()
+        )
+        return _RecordedCopies(placed, codes, capacity)
+
+
+RECORDED_KEYS = ["pool", "dataset", "volume", "position", "file_id"]
+
+
 def _recorded_figures(
-    placed: pl.DataFrame,
+    recorded: _RecordedCopies,
     prepared: HintStream,
     shared: _StreamFigures,
     campaigns: pl.DataFrame,
@@ -499,9 +571,8 @@ def _recorded_figures(
     counted on integer codes: each copy's pool from its stream row, its volume, dataset and
     media as dense codes of their categories, so no string is sorted, grouped or searched.
     Copies lacking a pool, dataset, volume, position or file id go through _figures."""
-    pools = prepared.pools
-    keys = ["pool", "dataset", "volume", "position", "file_id"]
-    if placed.height == 0 or placed.select(keys).null_count().sum_horizontal()[0]:
+    pools, placed = prepared.pools, recorded.placed
+    if recorded.codes is None or recorded.capacity is None:
         return _figures(placed, campaigns, recall, pools, RECORDED, None, {}, None)
     n_pools, row = len(pools), placed["_row"].to_numpy()
     # The pool code of each stream row (the prepared arrays are in arrival order).
@@ -509,9 +580,7 @@ def _recorded_figures(
     row_pool = np.empty(source_at.shape[0], dtype=np.int64)
     row_pool[source_at] = prepared.arrivals.pool
     pool = row_pool[row]
-    volume, n_volumes = dense_codes(placed["volume"])
-    dataset, n_datasets = dense_codes(placed["dataset"])
-    media, n_media = dense_codes(placed["media_type"].fill_null(""))
+    (volume, n_volumes), (dataset, n_datasets), (media, n_media) = recorded.codes
     # A dataset and a tape are of a pool: two pools' datasets of one name stay apart.
     pool_dataset, _ = renumbered(pool * n_datasets + dataset)
     datasets = _distinct_per_pool(pool_dataset, pool, n_pools)
@@ -528,14 +597,7 @@ def _recorded_figures(
         pool[at], volume[at], pool_dataset[at], position[at], member[at], datasets
     )
     # Tape fill: the bytes of each pool's copies on each (volume, media type).
-    capacity = (
-        placed["media_type"]
-        .replace_strict(
-            {m: MEDIA[m].capacity_bytes for m in MEDIA}, default=None, return_dtype=pl.Int64
-        )
-        .fill_null(-1)
-        .to_numpy()
-    )
+    capacity = recorded.capacity
     tape_key = (pool * n_volumes + volume) * n_media + media
     size = placed["size_bytes"].fill_null(0).to_numpy().astype(np.float64)
     used = np.bincount(tape_key, weights=size)
