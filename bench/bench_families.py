@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -180,14 +181,19 @@ def advice_at_scale(n: int, seed: int) -> list[str]:
     copies.sort("volume", "position")
     peer, peer_cpu = time.perf_counter() - started, time.process_time() - cpu
     started, cpu = time.perf_counter(), time.process_time()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     advice = advise(copies, stream, campaigns, recall, params, AdviceOptions(WRITE_DRIVES), say)
     took, took_cpu = time.perf_counter() - started, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_SELF)
     advised = advice.table.filter(pl.col("advised"))
     picks = ", ".join(f"{r['pool']} {r['placement']}" for r in advised.iter_rows(named=True))
     return [
         f"advice over {n:,} copies ({campaigns.height:,} files in 12 campaigns): {took:.1f} s"
         f" ({took_cpu:.1f} s CPU; load average {os.getloadavg()[0]:.1f} on"
         f" {os.cpu_count()} cores); advised: {picks}",
+        f"of which user {after.ru_utime - before.ru_utime:.1f} s, kernel"
+        f" {after.ru_stime - before.ru_stime:.1f} s, {after.ru_minflt - before.ru_minflt:,} page"
+        f" faults; the process peaked at {after.ru_maxrss / 2**20:.1f} GiB resident",
         f"peer: sorting the {n:,} copies by volume and position with Polars: {peer:.1f} s"
         f" ({peer_cpu:.1f} s CPU); the advice is {took_cpu / max(peer_cpu, 1e-9):.0f} times"
         " its CPU",
