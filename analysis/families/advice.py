@@ -14,7 +14,7 @@ recorded placement, the advice is to keep writing as now. Pure: frames in, frame
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -151,8 +151,95 @@ def advise(
     experiment, size_bytes, volume, position, offset_bytes, aggregate_id, start_bytes,
     media_type, written_at). stream: one row per file (write_stream) with group_0..group_4.
     campaigns: campaign, file_id (the files each recall campaign of the history read)."""
-    with _small_pages():
-        return _advise(copies, stream, campaigns, recall, params, options, progress)
+    say = progress or (lambda _m: None)
+    if stream.height == 0:
+        raise InputError("no written files to advise on")
+    # The recorded placement and each level are priced apart, two at a time: numpy's sorts
+    # and Polars release the GIL, so two threads keep both cores busy, while a third would
+    # add its working set (a few GB at 10,000,000 copies) without a core to run on.
+    with _small_pages(), ThreadPoolExecutor(max_workers=PRICED_AT_ONCE) as workers:
+        # What the recorded placement reads of the copies alone is coded while the stream is
+        # prepared.
+        recorded = workers.submit(_RecordedCopies.of, copies, stream)
+        prepared = prepare_hints(stream)
+        a = prepared.arrivals
+        pools = prepared.pools
+        # Integer sums: a pool's bytes pass 2**53 on a large site.
+        pool_bytes = np.array([float(a.size[a.pool == k].sum()) for k in range(len(pools))])
+        open_per_pool = drives_per_pool(
+            replace(params, write_drives=options.open_families, drives_by_pool=()),
+            pools,
+            pool_bytes,
+        )
+        open_map = tuple(zip(pools, (int(x) for x in open_per_pool), strict=True))
+        stream_figures = _StreamFigures.of(prepared, campaigns)
+        inputs = _RecallInputs(campaigns, recall, params)
+        prepared.migrations(params)  # cut once here, not by two replays at a time
+        sizes = a.size.astype(np.float64)
+        families_of: dict[int, np.ndarray] = {}
+        same_as: dict[int, int] = {}
+        for level in options.levels:
+            codes = family_codes(prepared.groups, a.pool, sizes, level, options.min_family_bytes)
+            # A level that names no group of its own (few senders name level 4, KIT only level
+            # 3) gives every file the family of a level already replayed: the same placement.
+            same = next((k for k, c in families_of.items() if np.array_equal(c, codes)), None)
+            if same is None:
+                families_of[level] = codes
+            else:
+                same_as[level] = same
+
+        def price_recorded() -> list[dict[str, object]]:
+            say(f"pricing the recorded placement ({copies.height:,} copies)")
+            return _recorded_figures(recorded.result(), prepared, stream_figures, campaigns, recall)
+
+        def price_level(level: int) -> tuple[FamilyReplay, list[dict[str, object]]]:
+            say(f"replaying the writes collocated by hint level {level}")
+            policy = FamilyPolicy(level, open_map, options.min_family_bytes)
+            replayed = replay_family_arrays(prepared, params, policy, families_of[level])
+            figures = _replay_figures(
+                prepared, replayed, stream_figures, inputs, f"level {level}", level, dict(open_map)
+            )
+            return replayed, figures
+
+        recorded_rows = workers.submit(price_recorded)
+        by_level = {level: workers.submit(price_level, level) for level in families_of}
+        rows = recorded_rows.result()
+        replayed_by_level: dict[int, FamilyReplay] = {}
+        for level in options.levels:
+            if level in same_as:
+                same = same_as[level]
+                say(f"hint level {level} makes the families of level {same}: the same placement")
+                replayed_by_level[level] = replayed_by_level[same]
+                rows += [
+                    {**row, "placement": f"level {level}", "level": level}
+                    for row in rows
+                    if row["level"] == same
+                ]
+                continue
+            replayed_by_level[level], level_rows = by_level[level].result()
+            rows += level_rows
+        table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
+        advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
+            "pool", "level"
+        )
+        chosen = [
+            (
+                pool,
+                int(level),
+                replayed_by_level[int(level)],
+                np.flatnonzero(a.pool == pools.index(pool)),
+            )
+            for pool, level in advised.iter_rows()
+        ]
+
+        def placement() -> pl.DataFrame:
+            # Only the advised pools' files are named (families, volumes), in the stream's order.
+            parts = [
+                placed_families(prepared, params, replayed, rows) for _, _, replayed, rows in chosen
+            ]
+            return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+
+        return Advice(table, _advised_families(prepared, chosen), placement)
 
 
 @contextmanager
@@ -172,122 +259,6 @@ def _small_pages() -> Iterator[None]:
         yield
     finally:
         set_huge(before)
-
-
-def _advise(
-    copies: pl.DataFrame,
-    stream: pl.DataFrame,
-    campaigns: pl.DataFrame,
-    recall: RecallSetup,
-    params: WhatIfParams,
-    options: AdviceOptions,
-    progress: Progress | None,
-) -> Advice:
-    """advise, numpy's huge page advice set aside."""
-    if stream.height == 0:
-        raise InputError("no written files to advise on")
-    # The recorded placement and each level are priced apart, two at a time: numpy's sorts
-    # and Polars release the GIL, so two threads keep both cores busy, while a third would
-    # add its working set (a few GB at 10,000,000 copies) without a core to run on.
-    with ThreadPoolExecutor(max_workers=PRICED_AT_ONCE) as workers:
-        # What the recorded placement reads of the copies alone is coded while the stream is
-        # prepared.
-        recorded = workers.submit(_RecordedCopies.of, copies, stream)
-        return _advise_on(
-            copies, stream, campaigns, recall, params, options, progress, workers, recorded
-        )
-
-
-def _advise_on(
-    copies: pl.DataFrame,
-    stream: pl.DataFrame,
-    campaigns: pl.DataFrame,
-    recall: RecallSetup,
-    params: WhatIfParams,
-    options: AdviceOptions,
-    progress: Progress | None,
-    workers: ThreadPoolExecutor,
-    recorded: Future[_RecordedCopies],
-) -> Advice:
-    """_advise on the pricing threads `workers`, the recorded copies coded by `recorded`."""
-    say = progress or (lambda _m: None)
-    prepared = prepare_hints(stream)
-    a = prepared.arrivals
-    pools = prepared.pools
-    # Integer sums: a pool's bytes pass 2**53 on a large site.
-    pool_bytes = np.array([float(a.size[a.pool == k].sum()) for k in range(len(pools))])
-    open_per_pool = drives_per_pool(
-        replace(params, write_drives=options.open_families, drives_by_pool=()), pools, pool_bytes
-    )
-    open_map = tuple(zip(pools, (int(x) for x in open_per_pool), strict=True))
-    stream_figures = _StreamFigures.of(prepared, campaigns)
-    inputs = _RecallInputs(campaigns, recall, params)
-    prepared.migrations(params)  # cut once here, not by two replays at a time
-    sizes = a.size.astype(np.float64)
-    families_of: dict[int, np.ndarray] = {}
-    same_as: dict[int, int] = {}
-    for level in options.levels:
-        codes = family_codes(prepared.groups, a.pool, sizes, level, options.min_family_bytes)
-        # A level that names no group of its own (few senders name level 4, KIT only level
-        # 3) gives every file the family of a level already replayed: the same placement.
-        same = next((k for k, c in families_of.items() if np.array_equal(c, codes)), None)
-        if same is None:
-            families_of[level] = codes
-        else:
-            same_as[level] = same
-
-    def price_recorded() -> list[dict[str, object]]:
-        say(f"pricing the recorded placement ({copies.height:,} copies)")
-        return _recorded_figures(recorded.result(), prepared, stream_figures, campaigns, recall)
-
-    def price_level(level: int) -> tuple[FamilyReplay, list[dict[str, object]]]:
-        say(f"replaying the writes collocated by hint level {level}")
-        policy = FamilyPolicy(level, open_map, options.min_family_bytes)
-        replayed = replay_family_arrays(prepared, params, policy, families_of[level])
-        figures = _replay_figures(
-            prepared, replayed, stream_figures, inputs, f"level {level}", level, dict(open_map)
-        )
-        return replayed, figures
-
-    recorded_rows = workers.submit(price_recorded)
-    by_level = {level: workers.submit(price_level, level) for level in families_of}
-    rows = recorded_rows.result()
-    replayed_by_level: dict[int, FamilyReplay] = {}
-    for level in options.levels:
-        if level in same_as:
-            same = same_as[level]
-            say(f"hint level {level} makes the families of level {same}: the same placement")
-            replayed_by_level[level] = replayed_by_level[same]
-            rows += [
-                {**row, "placement": f"level {level}", "level": level}
-                for row in rows
-                if row["level"] == same
-            ]
-            continue
-        replayed_by_level[level], level_rows = by_level[level].result()
-        rows += level_rows
-    table = _choose(pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row"))
-    advised = table.filter(pl.col("advised") & pl.col("level").is_not_null()).select(
-        "pool", "level"
-    )
-    chosen = [
-        (
-            pool,
-            int(level),
-            replayed_by_level[int(level)],
-            np.flatnonzero(a.pool == pools.index(pool)),
-        )
-        for pool, level in advised.iter_rows()
-    ]
-
-    def placement() -> pl.DataFrame:
-        # Only the advised pools' files are named (families, volumes), in the stream's order.
-        parts = [
-            placed_families(prepared, params, replayed, rows) for _, _, replayed, rows in chosen
-        ]
-        return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
-
-    return Advice(table, _advised_families(prepared, chosen), placement)
 
 
 def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
