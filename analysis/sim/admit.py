@@ -55,7 +55,7 @@ def admitter(s: SimState) -> Callable[[float], None]:
     adm, admit_s, plan_live = s.req.adm, s.req.admit_s, s.req.plan_live
     tape_drive, pending, pool_bytes = s.pool.tape_drive, s.pool.pending, s.pool.pool_bytes
     tape, size, media, requester = s.p.tape, s.p.size, s.p.tape_media, s.p.requester
-    fifo_append, drives = s.pool.fifo_pool.append, s.drives
+    fifo_queues, drives = s.pool.fifo_pool, s.drives
     fifo, planned, count_bytes = s.fifo, s.sched == "planned", s.pool.count_bytes
     by_demand = s.policy == "by-demand"
     rank, queued = s.pool.line.rank, s.pool.line.queued
@@ -81,7 +81,7 @@ def admitter(s: SimState) -> Callable[[float], None]:
                     sched.fifo_join(s, r, drives[held], now)
                 else:
                     st[r] = POOL
-                    fifo_append(r)
+                    fifo_queues[media[t]].append(a * n + r)
                     pending[t].append(r)
             elif (planned and plan_live[r]) or tape_drive[t] >= 0:
                 route(s, r, now)
@@ -151,10 +151,11 @@ def place_new(s: SimState, reqs: list[int], now: float) -> bool:
     s.front.adm_next = first + len(reqs)
     s.front.window_used += len(reqs)
     if s.fifo:
-        s.pool.fifo_pool.extend(reqs)
         pending, tapes = s.pool.pending, a.tape[ids].tolist()
-        for r, t in zip(reqs, tapes, strict=True):
+        queues, media, n = s.pool.fifo_pool, s.p.tape_media, s.n
+        for k, (r, t) in enumerate(zip(reqs, tapes, strict=True), start=first):
             pending[t].append(r)
+            queues[media[t]].append(k * n + r)  # adm[r] is k
         return True
     _pool(s, by_id, a.tape[by_id])
     if s.policy != "by-demand":

@@ -4,6 +4,7 @@ schedulers and policies; the state they read and change is analysis/sim/events.p
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from tapelens.analysis.sim import drives as drive_ops
@@ -146,48 +147,61 @@ def fifo_dispatch(s: SimState, now: float) -> None:
     config.preempt_idle), with every request waiting for that tape, in arrival order. A
     request that waits for a drive holds up no request behind it for another tape. This is the
     direct-submission baseline's service discipline too (analysis/recall/baselines/direct.py
-    runs it)."""
-    waiting, st, tape, drives, pending = (
-        s.pool.fifo_pool,
-        s.req.st,
-        s.p.tape,
-        s.drives,
-        s.pool.pending,
-    )
-    blocked: set[int] = set()  # media no free drive reads just now
-    i = 0  # requests before it wait; from it on, not looked at yet
-    while s.idle and i < len(waiting):
-        r = waiting[i]
-        if st[r] != POOL:  # taken with its tape's queue, or gone: drop it when at the front
-            if i == 0:
-                waiting.popleft()
-            else:
-                i += 1
-            continue
-        t = tape[r]
-        if (
-            s.pool.tape_drive[t] >= 0
-        ):  # its tape is on its way out of a drive: it waits for the cell
-            i += 1
-            continue
-        media = s.p.tape_media[t]
-        if media in blocked:
-            i += 1
-            continue
-        free: Iterable[DriveState] = map(drives.__getitem__, s.idle)
-        if not s.read_by_all[media]:
-            free = [x for x in free if x.reads[media]]
-        if not s.config.preempt_idle:
-            free = [x for x in free if x.tape < 0]
-        drv = min(free, key=fifo_order, default=None)
-        if drv is None:
-            blocked.add(media)
-            i += 1
-            continue
+    runs it).
+
+    The oldest request a free drive can read is the oldest of the heads of the per-media
+    queues (Pool.fifo_pool) whose media a free drive reads: a few heads a choice, where one
+    queue of every request was walked past the ones no free drive reads, each time a drive
+    came free (quadratic in the requests)."""
+    queues, st, tape, pending = s.pool.fifo_pool, s.req.st, s.p.tape, s.pool.pending
+    n = s.n
+    while s.idle:
+        best, best_drv = -1, None
+        for media, queue in enumerate(queues):
+            entry = _oldest_mountable(s, queue)
+            if entry < 0 or (best >= 0 and entry > best):
+                continue
+            drv = _fifo_drive(s, media)
+            if drv is not None:
+                best, best_drv = entry, drv
+        if best_drv is None:
+            return
+        t = tape[best % n]
         reqs = list(dict.fromkeys(x for x in pending[t] if st[x] == POOL))  # listed once each
         pending[t] = []
         for x in reqs:
             st[x] = ASSIGNED
-        drive_ops.take_tape(s, drv, t, reqs, now)
-    while waiting and st[waiting[0]] != POOL:
-        waiting.popleft()
+        drive_ops.take_tape(s, best_drv, t, reqs, now)
+
+
+def _oldest_mountable(s: SimState, queue: deque[int]) -> int:
+    """The entry (adm * n + r) of the queue's oldest request still waiting whose tape is in
+    its cell, or -1. Entries no longer waiting (taken with their tape's queue, gone, or
+    admitted again since: adm moved on) are dropped; requests whose tape is on its way out of
+    a drive wait for the cell and keep their place."""
+    st, adm, tape, tape_drive, n = s.req.st, s.req.adm, s.p.tape, s.pool.tape_drive, s.n
+    held: list[int] = []
+    found = -1
+    while queue:
+        entry = queue[0]
+        r = entry % n
+        if st[r] != POOL or adm[r] != entry // n:
+            queue.popleft()
+        elif tape_drive[tape[r]] >= 0:
+            held.append(queue.popleft())
+        else:
+            found = entry
+            break
+    queue.extendleft(reversed(held))
+    return found
+
+
+def _fifo_drive(s: SimState, media: int) -> DriveState | None:
+    """The free drive that takes a tape of `media` (fifo_order), or None."""
+    drives = s.drives
+    free: Iterable[DriveState] = map(drives.__getitem__, s.idle)
+    if not s.read_by_all[media]:
+        free = [x for x in free if x.reads[media]]
+    if not s.config.preempt_idle:
+        free = [x for x in free if x.tape < 0]
+    return min(free, key=fifo_order, default=None)

@@ -141,7 +141,10 @@ class Pool:
     # (failures) are `dirty`: ranked again before the next choice.
     line: TapeQueue
     dirty: set[int]
-    fifo_pool: deque[int]  # fifo: requests waiting for a drive, in arrival order
+    # fifo: per media type, the requests waiting for a drive in arrival order, each entry
+    # adm * n + r (fifo_entry): per media because a free drive takes the oldest request it
+    # can read, and one queue of all would be walked past the others' requests every time.
+    fifo_pool: list[deque[int]]
     plan_reserved: list[int]  # the drive whose plan holds a tape, or -1
     block_open: list[bool]  # planned runs: per block, whether its drive has mounted its tape
     active: list[int]  # drives serving each requester (equal sharing)
@@ -312,7 +315,7 @@ def new_state(
             count_bytes=config.policy == "by-demand" or 0 in p.size,
             line=TapeQueue(Sharing(config.policy), n_tapes),
             dirty=set(),
-            fifo_pool=deque(),
+            fifo_pool=[deque() for _ in p.media],
             plan_reserved=[-1] * n_tapes,
             block_open=[],
             active=[0] * len(p.requesters),
