@@ -207,8 +207,17 @@ def assert_equal(relation: str, want: pl.DataFrame, got: pl.DataFrame) -> None:
         )
 
 
-def assert_every_relation_equal(site: Built) -> None:
-    """Every table and view built on PostgreSQL equals Spark's, and none is empty."""
+# Marts built from one kind of input alone, empty where a site's inputs have none of it (a
+# generated site whose transfer log is dCache's billing files has no mount log).
+FROM_ONE_INPUT = {"mounts": {"tapelens_marts.fct_mounts_daily"}}
+
+
+def assert_every_relation_equal(site: Built, inputs: set[str]) -> None:
+    """Every table and view built on PostgreSQL equals Spark's, and none is empty but the
+    marts of a kind of input the site's manifest lacks (`inputs`: the kinds it has)."""
+    may_be_empty = {
+        r for kind, marts in FROM_ONE_INPUT.items() if kind not in inputs for r in marts
+    }
     relations = built_relations(site.dsn)
     assert "tapelens_marts.fct_file_gaps" in relations
     empty = []
@@ -220,7 +229,7 @@ def assert_every_relation_equal(site: Built) -> None:
         got = got.drop("volume_bucket", strict=False)
         # When each engine's load ran (a copy retired by the newer catalog), not what it loaded.
         want, got = want.drop(LOAD_TIMES, strict=False), got.drop(LOAD_TIMES, strict=False)
-        if want.height == 0:
+        if want.height == 0 and relation not in may_be_empty:
             empty.append(relation)
         assert_equal(relation, want, plain(got))
     assert not empty, f"the site leaves these empty, so they are not compared: {empty}"
@@ -243,7 +252,8 @@ def test_every_mart_equals_postgres_after_a_full_and_an_incremental_build(
         ),
     )
     built = build_loaded(dsn, site, tmp_path / "warehouse", tmp_path / "dbt")
-    assert_every_relation_equal(built)
+    inputs = {item.format.kind for item in read_manifest(site / "manifest.json")}
+    assert_every_relation_equal(built, inputs)
 
     newer = newer_catalog(site, tmp_path / "newer")
     before = read_frame(
@@ -258,4 +268,4 @@ def test_every_mart_equals_postgres_after_a_full_and_an_incremental_build(
     assert 0 < before["n"][0] - after["n"][0] < before["n"][0] // 10, "not a 1% newer catalog"
     build(dsn, exclude=MODELS_ONLY, log_dir=built.logs / "postgres")
     build(built.warehouse, exclude=MODELS_ONLY, log_dir=built.logs / "spark")
-    assert_every_relation_equal(built)
+    assert_every_relation_equal(built, inputs)
