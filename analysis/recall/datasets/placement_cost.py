@@ -254,13 +254,10 @@ def _least_drive_time(
             for part in costs.partition_by("dataset", maintain_order=True)
         ]
     ).drop("cost_s")
-
-    def timed(chosen: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-        parts = with_other_volumes(chosen, copies)
-        _, tapes = timed_tapes(parts, wanted, params_by_media, detail=False)
-        return parts, tapes.select(pl.col("group").alias("dataset"), *_MOUNT_COLUMNS[1:])
-
-    ways = [timed(cheapest), timed(newest_copies(copies))]
+    ways = [
+        _time(chosen, copies, wanted, params_by_media)
+        for chosen in (cheapest, newest_copies(copies))
+    ]
     drive_s = [
         mounts.group_by("dataset").agg(pl.col("total_s").sum().round(6).alias(f"_s{i}"))
         for i, (_, mounts) in enumerate(ways)
@@ -268,20 +265,11 @@ def _least_drive_time(
     newest_wins = (
         drive_s[0].join(drive_s[1], on="dataset").filter(pl.col("_s1") < pl.col("_s0"))["dataset"]
     )
-    read = pl.concat(
-        [
-            ways[0][0].filter(~pl.col("dataset").is_in(newest_wins.implode())),
-            ways[1][0].filter(pl.col("dataset").is_in(newest_wins.implode())),
-        ],
-        how="diagonal_relaxed",
-    )
-    mounts = pl.concat(
-        [
-            ways[0][1].filter(~pl.col("dataset").is_in(newest_wins.implode())),
-            ways[1][1].filter(pl.col("dataset").is_in(newest_wins.implode())),
-        ]
-    )
-    return read, mounts
+    newest = pl.col("dataset").is_in(newest_wins.implode())
+    picks = (~newest, newest)
+    kept = [(p.filter(pick), m.filter(pick)) for (p, m), pick in zip(ways, picks, strict=True)]
+    read = pl.concat([parts for parts, _ in kept], how="diagonal_relaxed")
+    return read, pl.concat([mounts for _, mounts in kept])
 
 
 def _timed(
@@ -291,10 +279,20 @@ def _timed(
     as the engine times a tape (schedule.timed_tapes: its forward pass in position order, the
     rewind and unload): the copies read and the mounts (_MOUNT_COLUMNS)."""
     copies, wanted = engine_inputs(files, group="dataset")
-    parts = with_other_volumes(copies, copies)
+    return _time(copies, copies, wanted, params_by_media)
+
+
+def _time(
+    chosen: pl.DataFrame,
+    copies: pl.DataFrame,
+    wanted: pl.DataFrame,
+    params_by_media: Mapping[str, ModelParams],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`chosen` (one copy a file of `copies`, as engine_inputs gives them) read, each tape
+    timed alone: the reads and the mounts (_MOUNT_COLUMNS)."""
+    parts = with_other_volumes(chosen, copies)
     _, tapes = timed_tapes(parts, wanted, params_by_media, detail=False)
-    mounts = tapes.select(pl.col("group").alias("dataset"), *_MOUNT_COLUMNS[1:])
-    return parts, mounts
+    return parts, tapes.select(pl.col("group").alias("dataset"), *_MOUNT_COLUMNS[1:])
 
 
 def packed_where_today(
