@@ -17,6 +17,7 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from psycopg import sql
 
 from tapelens.analysis.recall.datasets.stored import write_placement_costs
 from tapelens.cli import cli
-from tapelens.dashboards.assets import load_assets
+from tapelens.dashboards.assets import chart_key, load_assets
 from tapelens.dashboards.ops import Served, reader_password, serve
 from tapelens.dashboards.reader_role import (
     READER_ROLE,
@@ -84,12 +85,55 @@ def site_dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
         build(dsn, exclude=["resource_type:test", "resource_type:unit_test"])
         with psycopg.connect(dsn) as conn:
             write_placement_costs(conn)  # what `marts build` does after dbt
+            _record_loads(conn)
         yield dsn
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
             )
+
+
+# The loads the site's rows came from, as the loader records them in tapelens.ingest_runs
+# (ingest/load/runs.py): kind, format, source, file, when the load committed in 2022, UTC
+# (None: still running), its status, and its share of the kind's rows and its refused lines.
+# The files one command loads commit together, with one finished_at (the catalog dump in two
+# parts, the two PVL logs); an older load, a failed one and one still running are kept too,
+# and the transfers come from two sources.
+SITE_LOADS = [
+    ("catalog", "hpss-lsp", "site", "ls-P.20220201.txt.gz", "02-01 06:00", "loaded", 1.0, 0),
+    ("catalog", "hpss-lsp", "site", "ls-P.20220301.1.gz", "03-01 06:00", "loaded", 0.5, 2),
+    ("catalog", "hpss-lsp", "site", "ls-P.20220301.2.gz", "03-01 06:00", "loaded", 0.5, 1),
+    ("catalog", "hpss-lsp", "site", "ls-P.20220315.txt.gz", "03-15 06:00", "failed", 0, 0),
+    ("tapes", "csv", "site", "inventory.csv", "03-01 05:00", "loaded", 1.0, 0),
+    ("mounts", "hpss-pvl", "site", "pvl.log-20220201", "03-02 07:00", "loaded", 0.4, 0),
+    ("mounts", "hpss-pvl", "site", "pvl.log-20220301", "03-02 07:00", "loaded", 0.6, 3),
+    ("transfers", "staging-csv", "site", "staging-2022-03.csv", "03-02 07:05", "loaded", 1.0, 4),
+    ("transfers", "staging-csv", "site", "staging-2022-04.csv", None, "running", 0, 0),
+    ("transfers", "dcache-billing", "dcache", "billing-2022.01.31", "02-01 00:30", "loaded", 0, 0),
+    ("hints", "fts-files", "fts", "t_file.tsv", "03-03 12:00", "loaded", 1.0, 0),
+]
+SITE_TABLES = {
+    "catalog": "tape_files",
+    "tapes": "tapes",
+    "mounts": "mounts",
+    "transfers": "transfers",
+    "hints": "write_hints",
+}
+
+
+def _record_loads(conn: psycopg.Connection) -> None:
+    """The site's loads in tapelens.ingest_runs, in the order they ran."""
+    for kind, fmt, source, path, finished, status, share, rejects in SITE_LOADS:
+        table = sql.Identifier("tapelens", SITE_TABLES[kind])
+        (count,) = conn.execute(sql.SQL("select count(*) from {}").format(table)).fetchone() or (0,)
+        at = None if finished is None else f"2022-{finished}+00"
+        conn.execute(
+            "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status,"
+            " started_at, finished_at, rows, rejects) values (%s, %s, %s, %s, md5(%s), %s,"
+            " coalesce(%s::timestamptz, '2022-04-01 00:00+00') - interval '5 minutes', %s, %s, %s)",
+            [kind, fmt, source, path, path, status, at, at, round(count * share), rejects],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +289,78 @@ def test_the_gap_and_read_rate_charts_show_the_figures_of_the_copies_and_reads(
         expected = _sql_rows(site_dsn, query.format(where=where))
         _assert_same_figures(filtered, expected, f"{name}, filtered")
         assert len(filtered) < len(as_saved), name  # the filters took effect
+
+
+def _instant(value: object) -> datetime:
+    """A time as Superset's chart data gives it (epoch milliseconds, or ISO text)."""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value / 1000, UTC)
+    return datetime.fromisoformat(str(value)).astimezone(UTC)
+
+
+def test_the_data_as_of_chart_shows_each_inputs_newest_load(
+    client: SupersetClient, site_dsn: str
+) -> None:
+    """The "Data as of" chart shows per kind of input and source its newest successful load:
+    the runs of tapelens.ingest_runs that committed last, the files of one command together
+    (rows and refused lines summed, the first file named), failed and running loads left out,
+    and nothing of a Spark copy on a database loaded on PostgreSQL."""
+    with psycopg.connect(site_dsn) as conn:
+        runs = conn.execute(
+            "select kind, source, format, path, finished_at, rows, rejects"
+            " from tapelens.ingest_runs where status = 'loaded' order by run_id"
+        ).fetchall()
+    newest: dict[tuple[str, str], datetime] = {}
+    for kind, source, _, _, finished_at, _, _ in runs:
+        newest[kind, source] = max(finished_at, newest.get((kind, source), finished_at))
+    expected = {}
+    for key, finished_at in newest.items():
+        load = [r for r in runs if (r[0], r[1]) == key and r[4] == finished_at]
+        expected[key] = {
+            "format": load[0][2],
+            "path": load[0][3],
+            "files": len(load),
+            "as_of": finished_at,
+            "rows": sum(r[5] for r in load),
+            "rejects": sum(r[6] for r in load),
+        }
+    assert any(load["files"] == 2 for load in expected.values())  # a load of two files
+
+    charts = {c["slice_name"]: c["id"] for c in client.charts()}
+    result = client.chart_data(charts["Data as of"])["result"][0]
+    assert not result.get("error"), result.get("error")
+    got = {
+        (row["kind"], row["source"]): {
+            "format": row["format"],
+            "path": row["path"],
+            "files": row["files"],
+            "as_of": _instant(row["as_of"]),
+            "rows": row["rows"],
+            "rejects": row["rejects"],
+        }
+        for row in result["data"]
+    }
+    assert len(got) == len(result["data"])
+    assert got == expected
+    assert all(
+        row["engine"] == "PostgreSQL" and row["published_at"] is None for row in result["data"]
+    )
+    shown = [_instant(row["as_of"]) for row in result["data"]]
+    assert shown == sorted(shown, reverse=True)  # newest first, as the chart orders it
+
+    # On the dashboards whose figures the loads make, none of their filters applied to it.
+    assets = load_assets()
+    chart_uuid = assets["charts/Data_as_of.yaml"]["uuid"]
+    boards = {d["dashboard_title"]: d for k, d in assets.items() if k.startswith("dashboards/")}
+    for title in ("Placement health", "Recall operations", "Drives and media", "Recall campaigns"):
+        on_board = [
+            n["meta"]["uuid"]
+            for n in boards[title]["position"].values()
+            if isinstance(n, dict) and n.get("type") == "CHART"
+        ]
+        assert chart_uuid in on_board, title
+        for native in boards[title]["metadata"]["native_filter_configuration"]:
+            assert chart_key(chart_uuid) in native["scope"]["excluded"], (title, native["name"])
 
 
 def test_dashboards_in_a_real_browser(served: Served, client: SupersetClient) -> None:
