@@ -423,9 +423,11 @@ def warehouse_disk(warehouse: Path) -> dict[str, int]:
 
 
 def error_line(stderr: str) -> str:
-    """The last line the failed command said (its error, or an exception's last line)."""
+    """The failed command's own one-line error, else the last line it said (the JVM's log
+    lines, a stack trace's frames, may come after the error on Spark)."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "(nothing on stderr)"
+    said = [ln for ln in lines if ln.startswith("tapelens: ")]
+    return (said or lines or ["(nothing on stderr)"])[-1][:300]
 
 
 def _count(dsn: str, query: str) -> int:
@@ -506,7 +508,7 @@ def run(
         if result.returncode == 0:
             return False
         steps[-1].failed = True
-        steps[-1].note = f"not on Spark yet: {error_line(result.stderr)}"
+        steps[-1].note = f"failed: {error_line(result.stderr)}"
         print(f"  {steps[-1].row()}", file=sys.stderr, flush=True)
         return True
 

@@ -68,6 +68,29 @@ def site_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
 _PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
 
 
+# Spark's own default heap for the driver, 1 GB, runs out at a million copies: the placement
+# costs priced after a build read every dataset's copies back through it, and a plan's requested
+# paths are broadcast from it. In local mode the driver is the executors too.
+DRIVER_MEMORY = "spark.driver.memory"
+RESULT_SIZE = "spark.driver.maxResultSize"
+
+
+def driver_memory(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The driver's heap and largest result, where neither the site's configuration nor
+    SPARK_DRIVER_MEMORY (which spark-submit reads) sets them: a quarter of this machine's
+    memory, at least 1 GB, and half of that for one result handed back (a larger one is refused
+    by Spark in one line rather than ending the driver's JVM)."""
+    env = os.environ if env is None else env
+    if env.get("SPARK_DRIVER_MEMORY"):
+        return {}
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return {}
+    heap_mb = max(1024, total // 4 // 2**20)
+    return {DRIVER_MEMORY: f"{heap_mb}m", RESULT_SIZE: f"{heap_mb // 2}m"}
+
+
 def delta_package() -> str:
     """The Maven coordinate of the Delta Lake jar that matches the installed delta-spark and
     pyspark wheels (Delta names its artifact after Spark's major.minor: delta-spark_4.2_2.13)."""
@@ -98,9 +121,10 @@ def session_settings(
 ) -> dict[str, str]:
     """The settings a session of `warehouse` is built with: the small-machine defaults the
     site's spark-defaults.conf does not set, what tapelens's answers need, the warehouse and
-    its metastore, Delta Lake's jar, then `conf` over all of them."""
+    its metastore, Delta Lake's jar, then `conf` over all of them. The driver's memory is
+    among the defaults (`driver_memory`)."""
     site = site_settings(env)
-    settings = {k: v for k, v in DEFAULTS.items() if k not in site}
+    settings = {k: v for k, v in (DEFAULTS | driver_memory(env)).items() if k not in site}
     settings.update(REQUIRED)
     if is_local(warehouse):
         root = local_path(warehouse)
