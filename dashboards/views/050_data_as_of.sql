@@ -1,5 +1,6 @@
--- What the figures of the dashboards stand on, for the "Data as of" table every dashboard
--- ends with. It reads the records the loads and the Spark copies keep (tapelens.ingest_runs,
+-- What the figures of the dashboards stand on, for the "Data as of" table at the foot of
+-- Placement health, Recall operations, Drives and media and Recall campaigns. It reads the
+-- records the loads and the Spark copies keep (tapelens.ingest_runs,
 -- tapelens.dashboard_publications, migration 027), not the marts: a load shows here as soon
 -- as it commits, and `marts build` replaces the mart tables (which would drop a view over
 -- them).
