@@ -25,6 +25,7 @@ from tapelens.cli import cli, main
 from tapelens.dashboards.assets import ASSETS_DIR
 from tapelens.dashboards.reader_role import VIEWS_SCHEMA, view_files
 from tapelens.frames import read_frame
+from tapelens.ingest import canonical
 from tapelens.spark import publish as publishing
 from tests.conftest import _fresh_database
 from tests.spark.conftest import MASTER, Built
@@ -213,12 +214,8 @@ def test_the_data_as_of_view_shows_the_spark_build_and_copy_it_came_from(
     assert build["published_at"] == record["published_at"]
     assert build["warehouse"] == str(both_engines.warehouse.path)
     tables = json.loads(record["tables"])
-    inputs = {
-        "catalog": "tape_files",
-        "tapes": "tapes",
-        "transfers": "transfers",
-        "mounts": "mounts",
-    }
+    # The inputs whose tables the copy reads (hints stay on Spark), as the loader names them.
+    inputs = {kind: canonical.TABLES[kind] for kind in ("catalog", "tapes", "transfers", "mounts")}
     assert sorted(shown["kind"]) == sorted(["marts", *inputs])
     for kind, table in inputs.items():
         row = shown.filter(pl.col("kind") == kind).row(0, named=True)
