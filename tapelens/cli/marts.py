@@ -8,7 +8,6 @@ from typing import Any
 import click
 import yaml
 
-from tapelens.analysis.recall.datasets.placement_cost import PlacementCosts
 from tapelens.cli.common import App, pass_app
 from tapelens.cli.groups import BY_NAME
 from tapelens.cli.progress import Progress
@@ -169,7 +168,7 @@ def store_placement_costs(dsn: str) -> None:
     started = time.monotonic()
     with connection(dsn) as conn:
         costs = write_placement_costs(conn)
-    _say_priced(costs, started)
+    _say_priced(None if costs is None else costs.datasets.height, started)
 
 
 def store_placement_costs_on_spark(warehouse: SparkWarehouse) -> None:
@@ -179,15 +178,14 @@ def store_placement_costs_on_spark(warehouse: SparkWarehouse) -> None:
     from tapelens.spark.session import spark_session
 
     started = time.monotonic()
-    costs = write_placement_costs(spark_session(warehouse.master, warehouse.path))
-    _say_priced(costs, started)
+    priced = write_placement_costs(spark_session(warehouse.master, warehouse.path))
+    _say_priced(priced, started)
 
 
-def _say_priced(costs: PlacementCosts | None, started: float) -> None:
-    if costs is None:  # a selection that built no mart
+def _say_priced(datasets: int | None, started: float) -> None:
+    if datasets is None:  # a selection that built no mart
         return
     click.echo(
-        f"placement costs: {costs.datasets.height:,} datasets priced"
-        f"  seconds: {time.monotonic() - started:.1f}",
+        f"placement costs: {datasets:,} datasets priced  seconds: {time.monotonic() - started:.1f}",
         err=True,
     )

@@ -19,10 +19,13 @@ from dataclasses import replace
 from typing import Any
 
 import polars as pl
-import polars.selectors as cs
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from tapelens.analysis.recall.datasets.placement_cost import DATASET_COLUMNS, PlacementCosts
+from tapelens.analysis.recall.datasets.placement_cost import DATASET_COLUMNS, TAPE_COLUMNS
 from tapelens.analysis.recall.datasets.stored import (
     DATASETS,
     TAPES,
@@ -36,9 +39,10 @@ from tapelens.analysis.recall.store.catalog import _COPY_COLUMNS, CATALOG_SCHEMA
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
 from tapelens.dbt_runs import MARTS_SCHEMA
+from tapelens.errors import DatabaseError
 from tapelens.frames import SPARK, FrameReader
 from tapelens.media import MEDIA_TYPES, MediaType, fill_media_from_labels
-from tapelens.spark.read import spark_frame
+from tapelens.spark.read import in_utc, spark_error, spark_frame, spark_sql
 
 REQUESTS_VIEW = "tapelens_plan_requests"
 M = MARTS_SCHEMA
@@ -121,17 +125,13 @@ def _stale_volumes(spark: SparkSession) -> tuple[bool, tuple[str, ...] | None]:
     return True, tuple(sorted(stale))
 
 
-def load_catalog(
-    spark: SparkSession, requests: pl.DataFrame, note: Callable[[str], None] | None = None
-) -> pl.DataFrame:
-    """Live copies of every file the requests name, as analysis.recall.store.catalog's
-    load_catalog reads them from PostgreSQL, read from the Spark tables."""
+def _catalog_query(spark: SparkSession) -> tuple[str, list[Any], bool, tuple[str, ...] | None]:
+    """The catalog read of the requests in REQUESTS_VIEW, as Spark SQL and its parameters, with
+    whether the marts hold byte addresses and the volumes they are stale for (_stale_volumes)."""
     from tapelens.spark.load import roll_back_killed
 
     if "ingest_runs" in _tables(spark, "tapelens"):
         roll_back_killed(spark)  # a load killed midway is never read
-    keys = requests.select(pl.col("kind").cast(pl.String), pl.col("key").cast(pl.String))
-    spark.createDataFrame(keys.unique().to_arrow()).createOrReplaceTempView(REQUESTS_VIEW)
     from_marts, stale = _stale_volumes(spark)
     use_marts = from_marts and stale is not None
     params: list[Any] = []
@@ -154,17 +154,33 @@ def load_catalog(
             marts=_FROM_MARTS if use_marts else "",
         )
     )
-    frame = spark_frame(spark, query, params)
-    summed = frame.filter(pl.col("summed"))["volume"].n_unique()
-    said = Addressing(from_marts, stale, summed).note()
-    if note is not None and said is not None:
-        note(said)
-    typed = frame.drop("summed").with_columns(
+    return query, params, from_marts, stale
+
+
+def _typed_catalog(frame: pl.DataFrame) -> pl.DataFrame:
+    """Copies as Spark hands them over, in the types and media of the PostgreSQL read."""
+    typed = frame.with_columns(
         pl.col(name).cast(dtype)
         for name, dtype in CATALOG_SCHEMA.items()
         if name != "written_at" and name in frame.columns
     )
     return fill_media_from_labels(typed)
+
+
+def load_catalog(
+    spark: SparkSession, requests: pl.DataFrame, note: Callable[[str], None] | None = None
+) -> pl.DataFrame:
+    """Live copies of every file the requests name, as analysis.recall.store.catalog's
+    load_catalog reads them from PostgreSQL, read from the Spark tables."""
+    keys = requests.select(pl.col("kind").cast(pl.String), pl.col("key").cast(pl.String))
+    spark.createDataFrame(keys.unique().to_arrow()).createOrReplaceTempView(REQUESTS_VIEW)
+    query, params, from_marts, stale = _catalog_query(spark)
+    frame = spark_frame(spark, query, params)
+    summed = frame.filter(pl.col("summed"))["volume"].n_unique()
+    said = Addressing(from_marts, stale, summed).note()
+    if note is not None and said is not None:
+        note(said)
+    return _typed_catalog(frame.drop("summed"))
 
 
 def load_datasets(
@@ -315,31 +331,125 @@ def read_placement_costs(spark: SparkSession, datasets: list[str]) -> pl.DataFra
     return frame.cast(frame_schema(DATASET_COLUMNS))  # type: ignore[arg-type]
 
 
-def write_placement_costs(spark: SparkSession) -> PlacementCosts | None:
-    """Price every dataset from the Spark tables (stored.price) and replace the two Delta
-    tables of the marts with the result, as stored.write_placement_costs does on PostgreSQL;
-    None, and nothing written, where no build has made the marts yet. Each table is replaced
-    in one commit (Delta commits a table at a time): a reader sees either figures whole."""
+# The pricing's one output, a row per dataset (kind 'dataset') or per dataset and tape ('tape'):
+# one job prices both, since the tapes' costs are shares of their dataset's, and the few rows it
+# gives (a dataset's, not its copies') are kept for the second table's write. Two jobs over a
+# kept catalog would price every dataset twice and hold every copy between them.
+PRICED_COLUMNS = ("kind", *DATASET_COLUMNS, *(c for c in TAPE_COLUMNS if c not in DATASET_COLUMNS))
+PRICED_SCHEMA = ", ".join(
+    f"{c} {'string' if c == 'kind' else spark_column_type(c)}" for c in PRICED_COLUMNS
+)
+# The catalog's order (load_catalog's `order by`): each group is priced in it, so that every
+# dataset meets its copies in the order the whole catalog read gives them.
+CATALOG_ORDER = ("volume", "position", "offset_bytes", "file_id", "copy_no")
+# Spark takes back exactly the Arrow types of its schema (Polars gives large strings).
+_ARROW_TYPES = {"string": pa.string(), "double": pa.float64(), "bigint": pa.int64()}
+_ARROW_PRICED = pa.schema(
+    [(c, _ARROW_TYPES["string" if c == "kind" else spark_column_type(c)]) for c in PRICED_COLUMNS]
+)
+GROUP = "_pricing_group"
+# Copies priced in one Python call on an executor: many small datasets at once, and few enough
+# that a worker holds them and their pricing's frames in a few hundred MB.
+COPIES_PER_GROUP = 100_000
+
+
+def price_group(
+    table: pa.Table, params: dict[str, ModelParams], readers: dict[str, tuple[str, ...]]
+) -> pa.Table:
+    """The placement costs of the datasets of one group of copies, on an executor: the group's
+    copies (load_datasets's columns) priced by stored.price, the datasets' and tapes' rows as
+    one table of PRICED_SCHEMA."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    copies = _typed_catalog(in_utc(frame.drop(GROUP))).sort(CATALOG_ORDER, nulls_last=False)
+    costs = price(copies, params, readers)
+    rows = pl.concat(
+        [
+            costs.datasets.with_columns(pl.lit("dataset").alias("kind")),
+            costs.tapes.with_columns(pl.lit("tape").alias("kind")),
+        ],
+        how="diagonal_relaxed",
+    )
+    schema = frame_schema(PRICED_COLUMNS[1:])
+    typed = rows.select(pl.col("kind"), *(pl.col(c).cast(t) for c, t in schema.items()))
+    return typed.to_arrow().cast(_ARROW_PRICED)
+
+
+def _pricer(
+    params: dict[str, ModelParams], readers: dict[str, tuple[str, ...]]
+) -> Callable[[pa.Table], pa.Table]:
+    """price_group with the model's parameters and readers (plain values, pickled with it to
+    the executors); typed, as Spark reads from the hints that it takes and gives a whole table."""
+
+    def priced(table: pa.Table) -> pa.Table:
+        return price_group(table, params, readers)
+
+    return priced
+
+
+def dataset_copies(spark: SparkSession) -> DataFrame:
+    """Every live copy of whole datasets with its dataset's type, as load_datasets reads them,
+    as a Spark DataFrame: the same query, never collected."""
+    live = "select dataset from tapelens.tape_files where removed_at is null"
+    spark.sql(
+        f"select distinct 'dataset' as kind, dataset as key from ({live}) where dataset is not null"
+    ).createOrReplaceTempView(REQUESTS_VIEW)
+    query, params, _, _ = _catalog_query(spark)
+    types = spark.sql(
+        "select dataset, min(dataset_type) as dataset_type from tapelens.tape_files"
+        " where removed_at is null group by dataset"
+    )
+    copies = spark_sql(spark, query, params).drop("summed")
+    return copies.join(types, on="dataset", how="left").select(*copies.columns, "dataset_type")
+
+
+def write_placement_costs(spark: SparkSession) -> int | None:
+    """Price every dataset from the Spark tables (stored.price, on the executors) and replace
+    the two Delta tables of the marts with the result, as stored.write_placement_costs does on
+    PostgreSQL; the datasets priced, or None, and nothing written, where no build has made the
+    marts yet. Each table is replaced in one commit (Delta commits a table at a time): a reader
+    sees either figures whole.
+
+    A dataset's price depends on its own copies alone, so the copies are grouped by a hash of
+    their dataset, a group of many datasets to each Python call, and priced where they are:
+    neither the catalog nor the priced rows pass through the driver."""
     tables = _tables(spark, M)
     if not tables:
         return None
-    costs = price(load_datasets(spark), *model_inputs(spark))
-    experiments = pl.DataFrame(schema={"dataset": pl.String, "experiment": pl.String})
-    if "dim_datasets" in tables:
-        experiments = spark_frame(spark, f"select dataset, experiment from {M}.dim_datasets")
-    datasets = costs.datasets.join(experiments, on="dataset", how="left")
-    for name, frame in ((DATASETS, datasets), (TAPES, costs.tapes)):
-        typed = [f"cast({c} as {spark_column_type(c)}) as {c}" for c in frame.columns]
-        (
-            # Arrow's unsigned counts (Polars' n_unique) have no Spark type: as bigint.
-            spark.createDataFrame(frame.with_columns(cs.integer().cast(pl.Int64)).to_arrow())
-            .selectExpr(*typed)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("overwriteSchema", "true")
-            .saveAsTable(f"{M}.{name}")
-        )
-    return costs
+    params, readers = model_inputs(spark)
+    copies = dataset_copies(spark)
+    live = spark.sql("select count(*) from tapelens.tape_files where removed_at is null")
+    copies_n = int(live.collect()[0][0])
+    groups = max(spark.sparkContext.defaultParallelism, -(-copies_n // COPIES_PER_GROUP))
+    priced = (
+        copies.withColumn(GROUP, F.pmod(F.xxhash64("dataset"), F.lit(groups)))
+        .groupBy(GROUP)
+        .applyInArrow(_pricer(params, readers), schema=PRICED_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    try:
+        datasets = priced.where(F.col("kind") == "dataset").select(*DATASET_COLUMNS)
+        if "dim_datasets" in tables:
+            experiments = spark.table(f"{M}.dim_datasets").select("dataset", "experiment")
+            datasets = datasets.join(experiments, on="dataset", how="left")
+        else:
+            datasets = datasets.withColumn("experiment", F.lit(None).cast("string"))
+        tapes = priced.where(F.col("kind") == "tape").select(*TAPE_COLUMNS)
+        for name, frame in ((DATASETS, datasets), (TAPES, tapes)):
+            (
+                frame.selectExpr(
+                    *(f"cast({c} as {spark_column_type(c)}) as {c}" for c in frame.columns)
+                )
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "true")
+                .saveAsTable(f"{M}.{name}")
+            )
+        return priced.where(F.col("kind") == "dataset").count()
+    except PySparkException as exc:
+        raise DatabaseError(spark_error(exc)) from None
+    finally:
+        priced.unpersist()
 
 
 def committed_reader(spark: SparkSession) -> FrameReader:
