@@ -42,18 +42,24 @@ REQUIRED: dict[str, str] = {
 }
 
 
+def _conf_dir(env: Mapping[str, str]) -> Path | None:
+    """The site's Spark configuration folder, where spark-submit looks: SPARK_CONF_DIR, else
+    SPARK_HOME/conf."""
+    if env.get("SPARK_CONF_DIR"):
+        return Path(env["SPARK_CONF_DIR"])
+    return Path(env["SPARK_HOME"]) / "conf" if env.get("SPARK_HOME") else None
+
+
 def site_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings of the site's spark-defaults.conf, where spark-submit reads it
     (SPARK_CONF_DIR, else SPARK_HOME/conf): a session's settings are passed to spark-submit on
     its command line and would override the file's, so the defaults leave its names alone."""
     env = os.environ if env is None else env
-    folder = env.get("SPARK_CONF_DIR") or (
-        str(Path(env["SPARK_HOME"]) / "conf") if env.get("SPARK_HOME") else ""
-    )
-    if not folder:
+    folder = _conf_dir(env)
+    if folder is None:
         return {}
     try:
-        text = (Path(folder) / "spark-defaults.conf").read_text()
+        text = (folder / "spark-defaults.conf").read_text()
     except OSError:
         return {}
     # A Java properties file: the key, then blanks, '=' or ':', then the value.
@@ -68,9 +74,9 @@ def site_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
 _PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
 
 
-# Spark's own default heap for the driver, 1 GB, runs out at a million copies: the placement
-# costs priced after a build read every dataset's copies back through it, and a plan's requested
-# paths are broadcast from it. In local mode the driver is the executors too.
+# Spark's own default heap for the driver, 1 GB, ran out at a million copies while the placement
+# costs after a build were priced on it; a plan's requested paths are still broadcast from it.
+# In local mode the driver is the executors too.
 DRIVER_MEMORY = "spark.driver.memory"
 RESULT_SIZE = "spark.driver.maxResultSize"
 
@@ -89,6 +95,22 @@ def driver_memory(env: Mapping[str, str] | None = None) -> dict[str, str]:
         return {}
     heap_mb = max(1024, total // 4 // 2**20)
     return {DRIVER_MEMORY: f"{heap_mb}m", RESULT_SIZE: f"{heap_mb // 2}m"}
+
+
+# Spark's JVM logs errors only (the file says why), unless the site configures its logging.
+LOG4J_FILE = Path(__file__).with_name("log4j2.properties")
+LOG4J_VARIABLE = "LOG4J_CONFIGURATION_FILE"  # log4j2's log4j2.configurationFile, from the env
+
+
+def jvm_logging(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment that points the session's JVM at tapelens's log4j2.properties (errors
+    only): none where the site's Spark configuration folder has a log4j2.properties (which
+    spark-submit puts on the JVM's class path) or LOG4J_CONFIGURATION_FILE is already set."""
+    env = os.environ if env is None else env
+    folder = _conf_dir(env)
+    if env.get(LOG4J_VARIABLE) or (folder is not None and (folder / "log4j2.properties").exists()):
+        return {}
+    return {LOG4J_VARIABLE: str(LOG4J_FILE)}
 
 
 def delta_package() -> str:
@@ -164,6 +186,8 @@ def spark_session(
     settings = session_settings(where, conf)
     # The executors' Python is this one (pyspark and tapelens are installed in it).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Read by the JVM spark-submit starts for a new session; a running one keeps its logging.
+    os.environ.update(jvm_logging())
     _stop_if_elsewhere(master, settings["spark.sql.warehouse.dir"])
     builder = SparkSession.builder.master(master).appName(app_name).enableHiveSupport()
     for key, value in settings.items():
