@@ -4,6 +4,7 @@ last advice of each pool, migration 026, which the Write placement dashboard sho
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -14,6 +15,7 @@ from psycopg.types.json import Jsonb
 
 from tapelens.analysis.families.advice import TABLE_SCHEMA, Advice, AdviceOptions, Progress, advise
 from tapelens.analysis.families.export import named
+from tapelens.analysis.recall.store.addresses import catalog_objects_sql
 from tapelens.analysis.whatif.families import LEVELS
 from tapelens.analysis.whatif.replay import WhatIfParams
 from tapelens.analysis.whatif.store import (
@@ -23,6 +25,7 @@ from tapelens.analysis.whatif.store import (
     media_schedule,
     read_copies,
     recall_setup,
+    with_file_ids,
     write_stream,
 )
 from tapelens.dbt_runs import MARTS_SCHEMA
@@ -80,14 +83,14 @@ class SiteAdviceOptions:
 _GROUP_SCHEMA = {"file_id": pl.String()} | {f"group_{k}": pl.String() for k in range(LEVELS)}
 
 
-def read_groups(conn: psycopg.Connection, read: FrameReader | None = None) -> pl.DataFrame:
+def read_groups(conn: psycopg.Connection | None, read: FrameReader | None = None) -> pl.DataFrame:
     """Each written file's hint group at every level (the ok records of fct_hinted_files),
     through `read` (Arrow, columnar) when given, else through COPY on `conn`."""
     query = _GROUPS.format(sql.Identifier(MARTS_SCHEMA))
     try:
         if read is not None:
-            return read(query.as_string(conn)).cast(pl.Schema(_GROUP_SCHEMA))
-        return copy_frame(conn, query, _GROUP_SCHEMA)
+            return read(query.as_string(None)).cast(pl.Schema(_GROUP_SCHEMA))
+        return copy_frame(_needed(conn), query, _GROUP_SCHEMA)
     except Exception as exc:  # the mart is missing: no hints loaded or marts not built
         if "fct_hinted_files" in str(exc):
             raise InputError(
@@ -97,10 +100,24 @@ def read_groups(conn: psycopg.Connection, read: FrameReader | None = None) -> pl
         raise
 
 
-def read_campaigns(conn: psycopg.Connection, gap_s: float = CAMPAIGN_GAP_S) -> pl.DataFrame:
-    """The files each recall campaign of the history read: campaign, file_id."""
+def read_campaigns(
+    conn: psycopg.Connection | None,
+    gap_s: float = CAMPAIGN_GAP_S,
+    read: FrameReader | None = None,
+) -> pl.DataFrame:
+    """The files each recall campaign of the history read: campaign, file_id; through `read`
+    when given, else through COPY on `conn`."""
     query = _CAMPAIGNS.format(gap=sql.Literal(float(gap_s)))
-    return copy_frame(conn, query, {"campaign": pl.String(), "file_id": pl.String()})
+    schema = {"campaign": pl.String(), "file_id": pl.String()}
+    if read is not None:
+        return read(query.as_string(None)).cast(pl.Schema(schema))
+    return copy_frame(_needed(conn), query, schema)
+
+
+def _needed(conn: psycopg.Connection | None) -> psycopg.Connection:
+    if conn is None:
+        raise TypeError("a connection or a frame reader is needed")
+    return conn
 
 
 def advise_from_catalog(
@@ -116,21 +133,32 @@ def advise_from_catalog(
     without it they are read through COPY on `conn`."""
     say = progress or (lambda _m: None)
     say("reading the live copies, hint groups and recall campaigns")
-    copies = read_copies(conn) if read is None else _copies_from(read)
-    stream = write_stream(copies)
-    seconds = pl.col("arrived_at").dt.epoch("us").cast(pl.Float64) / 1e6
-    if options.since_s is not None:
-        stream = stream.filter(seconds >= options.since_s)
-    if options.until_s is not None:
-        stream = stream.filter(seconds < options.until_s)
-    if stream.height == 0:
-        raise InputError("no files were written in the chosen window")
-    groups = read_groups(conn, read)
-    if groups.height == 0:
-        raise InputError("no written file has usable hints (tapelens report hints --by coverage)")
-    stream = stream.join(groups, on="file_id", how="left")
-    copies = copies.filter(pl.col("file_id").is_in(stream["file_id"].implode()))
-    campaigns = read_campaigns(conn)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="tapelens-read") as reading:
+        # Through a frame reader each read has a connection of its own: the hint groups and the
+        # campaigns are read while the copies are, and the server scans them at the same time.
+        later = None
+        if read is not None:
+            later = (
+                reading.submit(read_groups, None, read),
+                reading.submit(read_campaigns, None, CAMPAIGN_GAP_S, read),
+            )
+        copies = read_copies(conn) if read is None else _copies_from(read)
+        stream = write_stream(copies)
+        seconds = pl.col("arrived_at").dt.epoch("us").cast(pl.Float64) / 1e6
+        if options.since_s is not None:
+            stream = stream.filter(seconds >= options.since_s)
+        if options.until_s is not None:
+            stream = stream.filter(seconds < options.until_s)
+        if stream.height == 0:
+            raise InputError("no files were written in the chosen window")
+        groups = read_groups(conn) if later is None else later[0].result()
+        if groups.height == 0:
+            raise InputError(
+                "no written file has usable hints (tapelens report hints --by coverage)"
+            )
+        stream = stream.join(groups, on="file_id", how="left")
+        copies = copies.filter(pl.col("file_id").is_in(stream["file_id"].implode()))
+        campaigns = read_campaigns(conn) if later is None else later[1].result()
     if campaigns.height == 0:
         raise InputError("no recalls in the history (tapelens ingest transfers) to price")
     aggregate = options.aggregate
@@ -145,8 +173,10 @@ def advise_from_catalog(
 def _copies_from(read: FrameReader) -> pl.DataFrame:
     """Every live copy (COPY_SCHEMA; written_at as a UTC datetime) through a frame reader, in
     the order they come: the advice depends on no order of the copies."""
-    frame = read(copies_sql(read.dialect)).cast(pl.Schema({**COPY_SCHEMA, "written_at": UTC_US}))
-    return fill_media_from_labels(frame)
+    frame = read(copies_sql(read.dialect, objects=catalog_objects_sql(read))).cast(
+        pl.Schema({**COPY_SCHEMA, "written_at": UTC_US})
+    )
+    return fill_media_from_labels(with_file_ids(frame))
 
 
 # Where the advice is kept (migration 026): per pool the options of its last advice, its table

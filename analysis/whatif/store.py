@@ -18,12 +18,11 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from tapelens.analysis.recall.store.addresses import tape_objects_sql
+from tapelens.analysis.recall.store.addresses import catalog_objects_sql, tape_objects_sql
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.whatif.replay import Progress, WhatIfParams, arrival_note, compare
 from tapelens.analysis.whatif.stats import RecallSetup, file_gaps
-from tapelens.catalog import file_identity
 from tapelens.errors import InputError
 from tapelens.frames import POSTGRES, Dialect, FrameReader, copy_frame
 from tapelens.media import BY_NAME as MEDIA
@@ -55,15 +54,16 @@ COPY_SCHEMA: dict[str, pl.DataType] = {
 # Live copies on tapes not emptied by a repack, with the byte address of their tape object
 # (the marts' own definition, macros/tape_objects.sql: the sizes of the objects before it on the
 # tape, removed copies included, for their bytes stay on the tape until it is repacked). SQL
-# both engines run; {written_at} is how the instant leaves the database.
-_COPIES = f"""
-with addressed as (
-    select volume, position, start_bytes as object_start from ({{objects}}) as objects
-)
-select {file_identity("f")} as file_id, f.path, f.dataset, f.dataset_type, f.experiment,
+# both engines run; {written_at} is how the instant leaves the database. A copy's file id is
+# its stored one, null where none is stored: the path stands for it then (catalog.
+# file_identity), filled in after the read (with_file_ids) so that a catalog of paths alone
+# does not send every path twice.
+_COPIES = """
+with addressed as ({objects})
+select f.file_id, f.path, f.dataset, f.dataset_type, f.experiment,
        f.size_bytes, f.volume,
        f.position, f.offset_bytes, f.aggregate_id, f.copy_no,
-       {{written_at}} as written_at,
+       {written_at} as written_at,
        cast(a.object_start + coalesce(f.offset_bytes, 0) as bigint) as start_bytes,
        coalesce(t.media_type, 'unknown') as media_type
 from tapelens.tape_files as f
@@ -77,9 +77,15 @@ where f.removed_at is null and coalesce(t.state, 'full') <> 'repacked'
 COPY_ORDER = ["volume", "position", "offset_bytes", "file_id", "copy_no"]
 
 
-def copies_sql(dialect: Dialect, written_at: str = "f.written_at") -> str:
-    """The query of every live copy (COPY_SCHEMA) in `dialect`'s SQL."""
-    objects = tape_objects_sql("tapelens.tape_files", spark=dialect.name == "spark")
+def copies_sql(
+    dialect: Dialect, written_at: str = "f.written_at", objects: str | None = None
+) -> str:
+    """The query of every live copy (COPY_SCHEMA) in `dialect`'s SQL. `objects`: the query of
+    the tape objects' byte addresses (volume, position, object_start; addresses.
+    catalog_objects_sql), by default every tape of the catalog summed."""
+    if objects is None:
+        summed = tape_objects_sql("tapelens.tape_files", spark=dialect.name == "spark")
+        objects = f"select volume, position, start_bytes as object_start from ({summed}) as o"
     return _COPIES.format(objects=objects, written_at=written_at)
 
 
@@ -87,14 +93,20 @@ def read_copies(conn: psycopg.Connection) -> pl.DataFrame:
     """Every live copy (COPY_SCHEMA; written_at as a UTC datetime), through COPY."""
     query = sql.SQL(copies_sql(POSTGRES, "extract(epoch from f.written_at)"))
     frame = copy_frame(conn, query, COPY_SCHEMA, epoch=("written_at",))
-    return fill_media_from_labels(frame)
+    return fill_media_from_labels(with_file_ids(frame))
 
 
 def read_copies_from(read: FrameReader) -> pl.DataFrame:
     """Every live copy (COPY_SCHEMA; written_at as a UTC datetime), on either engine."""
-    frame = read(copies_sql(read.dialect))
-    typed = frame.cast(pl.Schema({**COPY_SCHEMA, "written_at": UTC_US}))
+    frame = read(copies_sql(read.dialect, objects=catalog_objects_sql(read)))
+    typed = with_file_ids(frame.cast(pl.Schema({**COPY_SCHEMA, "written_at": UTC_US})))
     return fill_media_from_labels(typed.sort(COPY_ORDER))
+
+
+def with_file_ids(copies: pl.DataFrame) -> pl.DataFrame:
+    """The copies of copies_sql with each one's file id (catalog.file_identity): the stored
+    id, else the path."""
+    return copies.with_columns(pl.col("file_id").fill_null(pl.col("path")))
 
 
 def write_stream(copies: pl.DataFrame) -> pl.DataFrame:

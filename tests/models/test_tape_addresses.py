@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from tapelens.analysis.geometry.place import start_bytes_from_sizes
 from tapelens.analysis.recall.store.addresses import tape_objects_sql
 from tapelens.analysis.recall.store.catalog import load_catalog
+from tapelens.analysis.whatif.store import read_copies_from
 from tapelens.dbt_runs import build
+from tapelens.frames import postgres_reader
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 from tests.props import examples
 
@@ -158,3 +160,53 @@ def gaps_apart_from_addresses(dsn: str) -> list[dict[str, object]]:
            where g.gap_bytes is distinct from
                  greatest(o.start_bytes - (p.start_bytes + p.object_bytes), 0)""",
     )
+
+
+@pytest.mark.slow
+def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tapes(
+    models_dsn: str, dbt_home: Path
+) -> None:
+    """The whole-catalog read of `plan families` and `whatif placement` (catalog_objects_sql):
+    the addresses of the marts for the tapes the build saw, the tape a later catalog load
+    changed summed again from the catalog, and every tape summed where no marts are built."""
+    reset(models_dsn)
+    # (path, volume, position, size_bytes)
+    catalog = [("/d/a", "V1", 1, 100), ("/d/b", "V1", 2, 30), ("/d/e", "V2", 7, 9)]
+    catalog += [("/d/f", "V2", 9, 11)]
+
+    def load(conn: psycopg.Connection, copies: list[tuple[str, str, int, int]]) -> None:
+        """The copies as a catalog load of their volumes leaves them, with its run."""
+        run = conn.execute(
+            "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status,"
+            " volumes) values ('catalog', 'csv', 's', 'dump.csv', %s, 'loaded', %s)"
+            " returning run_id",
+            [str(len(copies)), sorted({c[1] for c in copies})],
+        ).fetchone()
+        conn.cursor().executemany(
+            "insert into tapelens.tape_files (source, copy_id, path, dataset, dataset_type,"
+            " experiment, size_bytes, volume, position, written_at, ingest_run_id)"
+            " values ('s', %s, %s, '/d', 'RAW', 'exp', %s, %s, %s, timestamptz '2022-01-01', %s)",
+            [(f"{v}:{p}", path, size, v, p, run[0] if run else 0) for path, v, p, size in copies],
+        )
+
+    def addresses() -> dict[str, int]:
+        copies = read_copies_from(postgres_reader(models_dsn))
+        return dict(copies.select("path", "start_bytes").iter_rows())
+
+    with psycopg.connect(models_dsn, autocommit=True) as conn:
+        load(conn, catalog)
+    summed = {"/d/a": 0, "/d/b": 100, "/d/e": 0, "/d/f": 9}
+    assert addresses() == summed  # no marts: every tape summed
+    build(models_dsn, select=["+plan_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
+    assert addresses() == summed
+    with psycopg.connect(models_dsn, autocommit=True) as conn:
+        # The marts' address is the one read for a tape the build saw as it is ...
+        conn.execute(
+            "update tapelens_marts.plan_tape_objects set start_bytes = 101"
+            " where volume = 'V1' and position = 2"
+        )
+        assert addresses() == summed | {"/d/b": 101}
+        # ... and a tape a later catalog load changed is summed again: a new file at
+        # position 8 of V2 moves /d/f along by its 4 bytes.
+        load(conn, [("/d/g", "V2", 8, 4)])
+    assert addresses() == summed | {"/d/b": 101, "/d/g": 9, "/d/f": 13}

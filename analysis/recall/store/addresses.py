@@ -17,6 +17,8 @@ import psycopg
 from psycopg import sql
 
 from tapelens.dbt_runs import MARTS_SCHEMA, PROJECT_DIR
+from tapelens.errors import DatabaseError
+from tapelens.frames import FrameReader, missing_relation
 
 # Byte addresses come from the marts (plan_tape_objects, by volume and position) for the volumes
 # the last `marts build` has seen whole. A volume that a later catalog load may have changed, or
@@ -162,3 +164,60 @@ def address_objects(cur: psycopg.Cursor[Any]) -> tuple[sql.Composable, Addressin
             marts=_FROM_MARTS.format(objects=objects, layouts=layouts),
         )
     return query, addressing
+
+
+def stale_volumes(read: FrameReader) -> tuple[bool, tuple[str, ...] | None]:
+    """_stale_volumes through a frame reader, on either engine: whether the marts hold byte
+    addresses, and the volumes catalog loads changed after the marts last saw them (None: a
+    whole-catalog load did, so any volume may have changed)."""
+    try:
+        seen = read(
+            "select coalesce(max(watermark_run_id), -1) as seen"
+            f" from {MARTS_SCHEMA}.plan_tape_layouts"
+            f" where exists (select 1 from {MARTS_SCHEMA}.plan_tape_objects)"
+        )["seen"]
+    except DatabaseError as exc:
+        if missing_relation(str(exc)):
+            return False, None
+        raise
+    after = int(seen[0]) if len(seen) else -1
+    runs = read(
+        "select volumes from tapelens.ingest_runs"
+        f" where kind = 'catalog' and status = 'loaded' and run_id > {after}"
+    )
+    stale: set[str] = set()
+    for volumes in runs["volumes"].to_list():
+        if volumes is None:
+            return True, None
+        stale.update(volumes)
+    return True, tuple(sorted(stale))
+
+
+def catalog_objects_sql(read: FrameReader, on_tape: str = "tapelens.tape_files") -> str:
+    """SQL of every tape object's byte address (volume, position, object_start) in `read`'s
+    dialect: looked up in the marts (plan_tape_objects) for the volumes the last build saw as
+    they are, summed from the catalog `on_tape` by the marts' own SQL for the others (every
+    volume when the marts hold no addresses). A read of the whole catalog then sums only the
+    tapes changed since the build, where summing every tape costs a sort of every copy."""
+    spark = read.dialect.name == "spark"
+    from_marts, stale = stale_volumes(read)
+    if not from_marts or stale is None:
+        everything = tape_objects_sql(on_tape, spark=spark)
+        return (
+            f"select volume, position, start_bytes as object_start from ({everything}) as objects"
+        )
+    changed = ", ".join("'" + v.replace("'", "''") + "'" for v in stale)
+    where = f"f.volume not in (select volume from {MARTS_SCHEMA}.plan_tape_layouts)"
+    if changed:
+        where += f" or f.volume in ({changed})"
+    summed = tape_objects_sql(
+        f"(select o.volume, o.position, o.size_bytes from {on_tape} o"
+        " where o.volume in (select volume from unaddressed)) as on_tape",
+        spark=spark,
+    )
+    return f"""
+with unaddressed as (select distinct f.volume from {on_tape} f where {where})
+select volume, position, start_bytes as object_start from {MARTS_SCHEMA}.plan_tape_objects
+where volume not in (select volume from unaddressed)
+union all
+select volume, position, start_bytes as object_start from ({summed}) as objects"""
