@@ -228,3 +228,16 @@
 {% macro spark__volume_bucket_column(volume) -%}
     , cast(pmod(xxhash64({{ volume }}), 16) as int) as volume_bucket
 {%- endmacro %}
+
+{#- A CTE the query reads more than once, inlined where it is read rather than computed once
+    into a work table: PostgreSQL (12 and later) materializes such a CTE, and a materialized CTE
+    has no statistics, so the planner guesses its joins' sizes. int_transfers__located reads
+    the catalog's copies and the reads three and four times; materialized, a site of
+    10,000,000 copies and 240,000 reads was guessed at billions of rows, and the marts that
+    read it (fct_drive_usage, fct_transfer_rates) joined it row by row to the transfers for
+    minutes. Spark inlines CTEs itself and has no such keyword. -#}
+{% macro not_materialized() -%}
+    {{ return(adapter.dispatch('not_materialized', 'tapelens')()) }}
+{%- endmacro %}
+{% macro default__not_materialized() %}not materialized{% endmacro %}
+{% macro spark__not_materialized() %}{% endmacro %}

@@ -4,12 +4,12 @@
 -- copy that was in the catalog when the read started, then the newest (tape clients recall the
 -- newest copy; ties as analysis/recall/baselines/newest.py breaks them). A volume or position the log
 -- gives is kept as logged.
-with reads as (
+with reads as {{ not_materialized() }} (
     select * from {{ ref('stg_transfers') }}
     where direction = 'read' and status = 'ok'
 ),
 
-copies as (
+copies as {{ not_materialized() }} (
     select * from {{ ref('int_copies__located') }}
 ),
 
