@@ -19,7 +19,7 @@ from tapelens.analysis.recall.datasets.placement_cost import (
     placement_costs,
 )
 from tapelens.analysis.recall.datasets.prediction import resolve_media
-from tapelens.analysis.recall.store.catalog import load_datasets
+from tapelens.analysis.recall.store.catalog import datasets_in_batches
 from tapelens.analysis.throughput import store as params_store
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.dbt_runs import MARTS_SCHEMA
@@ -48,13 +48,28 @@ _TYPES = {
 }
 
 
-def price_site(conn: psycopg.Connection) -> PlacementCosts:
+# Live copies priced at a time. A dataset's price depends on its own copies alone, so a site
+# is priced a batch of whole datasets at a time, in memory bounded by the batch: all the
+# 10,045,215 copies of a site priced at once took the build past 21 GB and the kernel killed
+# it on a machine of 24 GB; a batch of 1,000,000 needs about 2.5 GB.
+PRICED_AT_ONCE = 1_000_000
+
+
+def price_site(conn: psycopg.Connection, batch_copies: int = PRICED_AT_ONCE) -> PlacementCosts:
     """Every dataset's placement cost from the live catalog, with the model parameters in use
     (calibrated where a fit is stored) and the site's media catalog: what `predict datasets`
     computes for the same datasets. Copies on tapes of unknown media type are left out."""
-    files = load_datasets(conn)
     params = {m: p for m, (p, _) in params_store.params_in_use(conn).items()}
-    return price(files, params, params_store.readable_by(conn))
+    readers = params_store.readable_by(conn)
+    parts = [price(files, params, readers) for files in datasets_in_batches(conn, batch_copies)]
+    if len(parts) == 1:
+        return parts[0]
+    return PlacementCosts(
+        pl.concat([p.datasets for p in parts]).sort(
+            "placement_cost_s", "dataset", descending=[True, False]
+        ),
+        pl.concat([p.tapes for p in parts]).sort("dataset", "volume"),
+    )
 
 
 def price(

@@ -11,7 +11,7 @@ back through COPY into Polars: never row by row.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import polars as pl
@@ -141,6 +141,12 @@ def _fill_copies(cur: psycopg.Cursor[Any], kinds: set[str], requests: sql.Compos
         cur.execute(sql.SQL(step).format(requests=requests))
 
 
+_DROP_WORK_TABLES = (
+    "drop table if exists plan_files, plan_lookup, plan_copies, plan_hits, plan_unaddressed,"
+    " plan_objects"
+)
+
+
 def load_catalog(
     conn: psycopg.Connection,
     requests: pl.DataFrame,
@@ -163,6 +169,9 @@ def load_catalog(
             cur.execute(sql.SQL("drop table {}").format(table))
             query, addressing = address_objects(cur)
             frame = copy_frame(cur, query, CATALOG_SCHEMA, epoch=("written_at",))
+            # Dropped here, not only at commit: a caller may read several catalogs in one
+            # transaction (the build's pricing reads a batch of datasets at a time).
+            cur.execute(_DROP_WORK_TABLES)
     except psycopg.Error as exc:
         raise DatabaseError(one_line(exc)) from None
     said = addressing.note()
@@ -194,6 +203,34 @@ def load_datasets(
     )
     requests = types.select(pl.lit("dataset").alias("kind"), pl.col("dataset").alias("key"))
     return load_catalog(conn, requests).join(types, on="dataset", how="left")
+
+
+def datasets_in_batches(conn: psycopg.Connection, copies_per_batch: int) -> Iterator[pl.DataFrame]:
+    """load_datasets of every dataset, a batch of whole datasets of about `copies_per_batch`
+    live copies at a time (a dataset larger than that alone): a caller that works dataset by
+    dataset holds one batch. One batch when the site fits in one: load_datasets' rows; else
+    each batch's rows of its own datasets (a copy of one of their files filed under another
+    dataset comes with that dataset's batch)."""
+    try:
+        rows = conn.execute(
+            "select dataset, min(dataset_type) as dataset_type, count(*) as copies"
+            " from tapelens.tape_files where removed_at is null group by dataset order by dataset"
+        ).fetchall()
+    except psycopg.Error as exc:
+        raise DatabaseError(one_line(exc)) from None
+    types = pl.DataFrame(
+        rows,
+        schema={"dataset": pl.String, "dataset_type": pl.String, "copies": pl.Int64},
+        orient="row",
+    )
+    batch = (types["copies"].cum_sum() - types["copies"]) // max(copies_per_batch, 1)
+    parts = types.with_columns(batch.alias("_batch")).partition_by("_batch", maintain_order=True)
+    for part in parts:
+        requests = part.select(pl.lit("dataset").alias("kind"), pl.col("dataset").alias("key"))
+        found = load_catalog(conn, requests).join(
+            part.select("dataset", "dataset_type"), on="dataset", how="left"
+        )
+        yield found if len(parts) == 1 else found.filter(pl.col("dataset").is_in(part["dataset"]))
 
 
 def plan_from_database(
