@@ -127,17 +127,10 @@ def _path(i: pl.Expr, ds: pl.Expr, kind: pl.Expr) -> pl.Expr:
     )
 
 
-def catalog_chunk(
-    start: int, stop: int, seed: int, newer: bool, spread: float = 1.0
-) -> pl.DataFrame:
-    """The FILE lines of copies start..stop-1 (column `line`), in listing order.
-
-    Copy i sits on volume i // PER_VOLUME; of each 100 tape objects the first 10 are members of
-    one aggregate (one section, offsets 0, 1 MB, ...). Dataset (i // 600) * 3 + i % 3. A plain
-    file whose draw falls under 1/DUPLICATE_EVERY has a second copy on a D volume, listed after
-    it. In the newer dump, copies drawn under GONE are left out, the next RESIZED share is one
-    byte larger and the next ADDED share get a new file beside them at a new section.
-    """
+def plain_copies(start: int, stop: int, seed: int, spread: float = 1.0) -> pl.DataFrame:
+    """Copies start..stop-1 of the first dump, one row each (before the duplicates and the
+    newer dump's changes): i, volume, section, offset, ds, size, created (epoch seconds),
+    draw, dup, kind, cos, vol, path."""
     i = np.arange(start, stop, dtype=np.int64)
     raw = i % PER_VOLUME
     member = raw % 100 < 10
@@ -166,6 +159,21 @@ def catalog_chunk(
         cos=pl.col("ds").mod(len(TYPES)).replace_strict(list(range(len(TYPES))), list(COS)),
         vol=pl.concat_str(pl.lit("A"), pl.col("volume").cast(pl.String).str.zfill(5), pl.lit("00")),
     ).with_columns(path=_path(pl.col("i"), pl.col("ds"), pl.col("kind")))
+    return frame
+
+
+def catalog_chunk(
+    start: int, stop: int, seed: int, newer: bool, spread: float = 1.0
+) -> pl.DataFrame:
+    """The FILE lines of copies start..stop-1 (column `line`), in listing order.
+
+    Copy i sits on volume i // PER_VOLUME; of each 100 tape objects the first 10 are members of
+    one aggregate (one section, offsets 0, 1 MB, ...). Dataset (i // 600) * 3 + i % 3. A plain
+    file whose draw falls under 1/DUPLICATE_EVERY has a second copy on a D volume, listed after
+    it. In the newer dump, copies drawn under GONE are left out, the next RESIZED share is one
+    byte larger and the next ADDED share get a new file beside them at a new section.
+    """
+    frame = plain_copies(start, stop, seed, spread)
     parts = [frame.with_columns(order=pl.col("i") * 3)]
     # Duplicates: placed by copy number (about PER_VOLUME on each D volume), so that a chunk
     # alone knows each one's place.
