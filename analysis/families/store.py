@@ -157,7 +157,10 @@ def advise_from_catalog(
                 "no written file has usable hints (tapelens report hints --by coverage)"
             )
         stream = stream.join(groups, on="file_id", how="left")
-        copies = copies.filter(pl.col("file_id").is_in(stream["file_id"].implode()))
+        if options.since_s is not None or options.until_s is not None:
+            # Without a window every copy's file is in the stream, which the copies made: the
+            # filter would copy 10,000,000 rows to keep them all.
+            copies = copies.filter(pl.col("file_id").is_in(stream["file_id"].implode()))
         campaigns = read_campaigns(conn) if later is None else later[1].result()
     if campaigns.height == 0:
         raise InputError("no recalls in the history (tapelens ingest transfers) to price")
