@@ -81,6 +81,10 @@ class PlacementCosts:
     tapes: pl.DataFrame
 
 
+# Drive times this close (a share of the drive time spent) are the same time.
+SAME_TIME_SHARE = 1e-9
+
+
 def pricing_drives(media: list[str], readable_by: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
     """One drive of the first type that reads each media type (drive time does not depend on
     how many)."""
@@ -157,8 +161,14 @@ def placement_costs(
         )
         .with_columns(
             # Never negative, never more than the drive time spent (an ideal layout that
-            # happens to cost more than today's is no saving).
-            (pl.col("drive_s") - pl.col("ideal_drive_s"))
+            # happens to cost more than today's is no saving), and none under a billionth of
+            # the drive time: two equal times summed in different orders (a batch or an
+            # executor's group of datasets, not the whole catalog) differ in their last bits.
+            pl.when(
+                pl.col("drive_s") - pl.col("ideal_drive_s") <= SAME_TIME_SHARE * pl.col("drive_s")
+            )
+            .then(0.0)
+            .otherwise(pl.col("drive_s") - pl.col("ideal_drive_s"))
             .clip(0.0, pl.col("drive_s"))
             .alias("placement_cost_s"),
         )
