@@ -15,7 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tapelens.analysis.geometry.place import start_bytes_from_sizes
-from tapelens.analysis.recall.store.addresses import tape_objects_sql
+from tapelens.analysis.recall.store.addresses import (
+    address_objects,
+    stale_volumes,
+    tape_objects_sql,
+)
 from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.analysis.whatif.store import read_copies_from
 from tapelens.dbt_runs import build
@@ -162,25 +166,52 @@ def gaps_apart_from_addresses(dsn: str) -> list[dict[str, object]]:
     )
 
 
+def stale_rule(conn: psycopg.Connection) -> tuple[bool, tuple[str, ...] | None]:
+    """The marts' stale volumes as the planner's catalog read takes them: address_objects on
+    the cursor of its transaction, after its copies are in plan_copies."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            "create temporary table plan_copies on commit drop as"
+            " select volume from tapelens.tape_files"
+        )
+        _, addressing = address_objects(cur)
+    return addressing.from_marts, addressing.stale_volumes
+
+
+def one_stale_rule(dsn: str) -> tuple[bool, tuple[str, ...] | None]:
+    """The stale volumes, the same through the planner's cursor and through a frame reader
+    (the whole-catalog reads', and the Spark planner's on Spark), else the test fails."""
+    with psycopg.connect(dsn) as conn:
+        on_cursor = stale_rule(conn)
+    through_reader = stale_volumes(postgres_reader(dsn))
+    assert on_cursor == through_reader, "the planner's read and the frame reader's differ"
+    return through_reader
+
+
 @pytest.mark.slow
 def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tapes(
     models_dsn: str, dbt_home: Path
 ) -> None:
     """The whole-catalog read of `plan families` and `whatif placement` (catalog_objects_sql):
     the addresses of the marts for the tapes the build saw, the tape a later catalog load
-    changed summed again from the catalog, and every tape summed where no marts are built."""
+    changed summed again from the catalog, every tape summed where no marts are built or a
+    whole-catalog load came after the build; the planner's read (address_objects) takes the
+    same tapes for changed at every step."""
     reset(models_dsn)
     # (path, volume, position, size_bytes)
     catalog = [("/d/a", "V1", 1, 100), ("/d/b", "V1", 2, 30), ("/d/e", "V2", 7, 9)]
     catalog += [("/d/f", "V2", 9, 11)]
 
-    def load(conn: psycopg.Connection, copies: list[tuple[str, str, int, int]]) -> None:
-        """The copies as a catalog load of their volumes leaves them, with its run."""
+    def load(
+        conn: psycopg.Connection, copies: list[tuple[str, str, int, int]], whole: bool = False
+    ) -> None:
+        """The copies as a catalog load of their volumes (`whole`: of the whole catalog, its
+        volumes not listed) leaves them, with its run."""
         run = conn.execute(
             "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status,"
             " volumes) values ('catalog', 'csv', 's', 'dump.csv', %s, 'loaded', %s)"
             " returning run_id",
-            [str(len(copies)), sorted({c[1] for c in copies})],
+            [str(len(copies)), None if whole else sorted({c[1] for c in copies})],
         ).fetchone()
         conn.cursor().executemany(
             "insert into tapelens.tape_files (source, copy_id, path, dataset, dataset_type,"
@@ -197,8 +228,10 @@ def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tap
         load(conn, catalog)
     summed = {"/d/a": 0, "/d/b": 100, "/d/e": 0, "/d/f": 9}
     assert addresses() == summed  # no marts: every tape summed
+    assert one_stale_rule(models_dsn) == (False, None)
     build(models_dsn, select=["+plan_tape_layouts"], exclude=MODELS_ONLY, log_dir=dbt_home / "dbt")
     assert addresses() == summed
+    assert one_stale_rule(models_dsn) == (True, ())
     with psycopg.connect(models_dsn, autocommit=True) as conn:
         # The marts' address is the one read for a tape the build saw as it is ...
         conn.execute(
@@ -210,3 +243,14 @@ def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tap
         # position 8 of V2 moves /d/f along by its 4 bytes.
         load(conn, [("/d/g", "V2", 8, 4)])
     assert addresses() == summed | {"/d/b": 101, "/d/g": 9, "/d/f": 13}
+    assert one_stale_rule(models_dsn) == (True, ("V2",))
+    with psycopg.connect(models_dsn) as conn:
+        # A database without a table of load runs has had no load after the build.
+        conn.execute("alter table tapelens.ingest_runs rename to ingest_runs_elsewhere")
+        assert stale_rule(conn) == (True, ())
+        conn.rollback()
+    with psycopg.connect(models_dsn, autocommit=True) as conn:
+        # After a whole-catalog load any tape may have changed: every one is summed again.
+        load(conn, [("/d/h", "V3", 1, 5)], whole=True)
+    assert addresses() == summed | {"/d/g": 9, "/d/f": 13, "/d/h": 0}
+    assert one_stale_rule(models_dsn) == (True, None)

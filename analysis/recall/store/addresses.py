@@ -99,43 +99,15 @@ class Addressing:
         )
 
 
-def _stale_volumes(cur: psycopg.Cursor[Any]) -> tuple[bool, tuple[str, ...] | None]:
-    """Whether the marts hold byte addresses, and the volumes catalog loads changed after the
-    marts last saw them (None: a whole-catalog load did, so any volume may have changed)."""
-    cur.execute(
-        sql.SQL("select to_regclass({}) is not null and to_regclass({}) is not null").format(
-            sql.Literal(f"{MARTS_SCHEMA}.plan_tape_objects"),
-            sql.Literal(f"{MARTS_SCHEMA}.plan_tape_layouts"),
-        )
-    )
-    row = cur.fetchone()
-    if not row or not row[0]:
-        return False, None
-    # Loads commit one at a time and run ids grow in commit order, so every load up to the
-    # newest watermark the build saw is in the addresses (macros/incremental_volumes.sql).
-    cur.execute(
-        sql.SQL("select coalesce(max(watermark_run_id), -1) from {}").format(
-            sql.Identifier(MARTS_SCHEMA, "plan_tape_layouts")
-        )
-    )
-    seen = cur.fetchone()
-    cur.execute(
-        "select volumes from tapelens.ingest_runs"
-        " where kind = 'catalog' and status = 'loaded' and run_id > %s",
-        [seen[0] if seen else -1],
-    )
-    stale: set[str] = set()
-    for (volumes,) in cur.fetchall():
-        if volumes is None:
-            return True, None
-        stale.update(volumes)
-    return True, tuple(sorted(stale))
-
-
 def address_objects(cur: psycopg.Cursor[Any]) -> tuple[sql.Composable, Addressing]:
     """Sum the tapes of plan_copies the marts cannot address into plan_objects; return the
     query of the catalog rows, with the addresses from the marts wherever they hold."""
-    from_marts, stale = _stale_volumes(cur)
+    # Imported here: the repack store imports the planner's catalog read, and so this module.
+    from tapelens.analysis.repack.store import connection_reader
+
+    # The rule read on the cursor's own connection, each query in a savepoint: a marts schema
+    # that is not there leaves the caller's transaction (and its plan_copies) usable.
+    from_marts, stale = stale_volumes(connection_reader(cur.connection))
     objects = sql.Identifier(MARTS_SCHEMA, "plan_tape_objects")
     layouts = sql.Identifier(MARTS_SCHEMA, "plan_tape_layouts")
     use_marts = from_marts and stale is not None
@@ -167,9 +139,10 @@ def address_objects(cur: psycopg.Cursor[Any]) -> tuple[sql.Composable, Addressin
 
 
 def stale_volumes(read: FrameReader) -> tuple[bool, tuple[str, ...] | None]:
-    """_stale_volumes through a frame reader, on either engine: whether the marts hold byte
-    addresses, and the volumes catalog loads changed after the marts last saw them (None: a
-    whole-catalog load did, so any volume may have changed)."""
+    """Whether the marts hold byte addresses, and the volumes catalog loads changed after the
+    marts last saw them (None: a whole-catalog load did, so any volume may have changed), read
+    through `read` on either engine: the one rule of every catalog read that takes the marts'
+    addresses (the planners' on both engines, catalog_objects_sql)."""
     try:
         seen = read(
             "select coalesce(max(watermark_run_id), -1) as seen"
@@ -180,11 +153,20 @@ def stale_volumes(read: FrameReader) -> tuple[bool, tuple[str, ...] | None]:
         if missing_relation(str(exc)):
             return False, None
         raise
+    # Loads commit one at a time and run ids grow in commit order, so every load up to the
+    # newest watermark the build saw is in the addresses (macros/incremental_volumes.sql).
     after = int(seen[0]) if len(seen) else -1
-    runs = read(
-        "select volumes from tapelens.ingest_runs"
-        f" where kind = 'catalog' and status = 'loaded' and run_id > {after}"
-    )
+    try:
+        runs = read(
+            "select volumes from tapelens.ingest_runs"
+            f" where kind = 'catalog' and status = 'loaded' and run_id > {after}"
+        )
+    except DatabaseError as exc:
+        # No table of load runs (a Spark warehouse whose tables were written other than by
+        # `tapelens ingest`): no load came after the build.
+        if missing_relation(str(exc)):
+            return True, ()
+        raise
     stale: set[str] = set()
     for volumes in runs["volumes"].to_list():
         if volumes is None:

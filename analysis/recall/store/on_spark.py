@@ -34,7 +34,7 @@ from tapelens.analysis.recall.datasets.stored import (
     spark_column_type,
 )
 from tapelens.analysis.recall.plan.planner import PlanOptions, RecallPlan, plan_recall
-from tapelens.analysis.recall.store.addresses import Addressing, tape_objects_sql
+from tapelens.analysis.recall.store.addresses import Addressing, stale_volumes, tape_objects_sql
 from tapelens.analysis.recall.store.catalog import _COPY_COLUMNS, CATALOG_SCHEMA
 from tapelens.analysis.throughput.model import ModelParams
 from tapelens.catalog import file_identity
@@ -101,38 +101,12 @@ def _tables(spark: SparkSession, database: str) -> set[str]:
     return {row.tableName for row in spark.sql(f"show tables in {database}").collect()}
 
 
-def _stale_volumes(spark: SparkSession) -> tuple[bool, tuple[str, ...] | None]:
-    """Whether the marts hold byte addresses, and the volumes catalog loads changed after the
-    marts last saw them (None: a whole-catalog load did, so any volume may have changed)."""
-    if not {"plan_tape_objects", "plan_tape_layouts"} <= _tables(spark, M):
-        return False, None
-    seen = spark_frame(
-        spark, f"select coalesce(max(watermark_run_id), -1) as seen from {M}.plan_tape_layouts"
-    )["seen"][0]
-    if "ingest_runs" not in _tables(spark, "tapelens"):
-        return True, ()
-    runs = spark_frame(
-        spark,
-        "select volumes from tapelens.ingest_runs"
-        " where kind = 'catalog' and status = 'loaded' and run_id > :p1",
-        [int(seen)],
-    )
-    stale: set[str] = set()
-    for volumes in runs["volumes"]:
-        if volumes is None:
-            return True, None
-        stale.update(volumes)
-    return True, tuple(sorted(stale))
-
-
 def _catalog_query(spark: SparkSession) -> tuple[str, list[Any], bool, tuple[str, ...] | None]:
     """The catalog read of the requests in REQUESTS_VIEW, as Spark SQL and its parameters, with
-    whether the marts hold byte addresses and the volumes they are stale for (_stale_volumes)."""
-    from tapelens.spark.load import roll_back_killed
-
-    if "ingest_runs" in _tables(spark, "tapelens"):
-        roll_back_killed(spark)  # a load killed midway is never read
-    from_marts, stale = _stale_volumes(spark)
+    whether the marts hold byte addresses and the volumes they are stale for (addresses.
+    stale_volumes, the rule the PostgreSQL read follows)."""
+    # The committed tables: a load killed midway is never read.
+    from_marts, stale = stale_volumes(committed_reader(spark))
     use_marts = from_marts and stale is not None
     params: list[Any] = []
     unaddressed = "select distinct volume from copies"
