@@ -24,6 +24,7 @@ from tapelens.analysis.recall.store.catalog import load_catalog
 from tapelens.analysis.whatif.store import read_copies_from
 from tapelens.dbt_runs import build
 from tapelens.frames import postgres_reader
+from tests.fixtures.catalog_runs import LoadedCopy, record_catalog_load
 from tests.fixtures.marts import MODELS_ONLY, reset, rows
 from tests.props import examples
 
@@ -198,34 +199,15 @@ def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tap
     whole-catalog load came after the build; the planner's read (address_objects) takes the
     same tapes for changed at every step."""
     reset(models_dsn)
-    # (path, volume, position, size_bytes)
-    catalog = [("/d/a", "V1", 1, 100), ("/d/b", "V1", 2, 30), ("/d/e", "V2", 7, 9)]
-    catalog += [("/d/f", "V2", 9, 11)]
-
-    def load(
-        conn: psycopg.Connection, copies: list[tuple[str, str, int, int]], whole: bool = False
-    ) -> None:
-        """The copies as a catalog load of their volumes (`whole`: of the whole catalog, its
-        volumes not listed) leaves them, with its run."""
-        run = conn.execute(
-            "insert into tapelens.ingest_runs (kind, format, source, path, sha256, status,"
-            " volumes) values ('catalog', 'csv', 's', 'dump.csv', %s, 'loaded', %s)"
-            " returning run_id",
-            [str(len(copies)), None if whole else sorted({c[1] for c in copies})],
-        ).fetchone()
-        conn.cursor().executemany(
-            "insert into tapelens.tape_files (source, copy_id, path, dataset, dataset_type,"
-            " experiment, size_bytes, volume, position, written_at, ingest_run_id)"
-            " values ('s', %s, %s, '/d', 'RAW', 'exp', %s, %s, %s, timestamptz '2022-01-01', %s)",
-            [(f"{v}:{p}", path, size, v, p, run[0] if run else 0) for path, v, p, size in copies],
-        )
+    catalog: list[LoadedCopy] = [("/d/a", "V1", 1, 100), ("/d/b", "V1", 2, 30)]
+    catalog += [("/d/e", "V2", 7, 9), ("/d/f", "V2", 9, 11)]
 
     def addresses() -> dict[str, int]:
         copies = read_copies_from(postgres_reader(models_dsn))
         return dict(copies.select("path", "start_bytes").iter_rows())
 
     with psycopg.connect(models_dsn, autocommit=True) as conn:
-        load(conn, catalog)
+        record_catalog_load(conn, catalog)
     summed = {"/d/a": 0, "/d/b": 100, "/d/e": 0, "/d/f": 9}
     assert addresses() == summed  # no marts: every tape summed
     assert one_stale_rule(models_dsn) == (False, None)
@@ -241,7 +223,7 @@ def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tap
         assert addresses() == summed | {"/d/b": 101}
         # ... and a tape a later catalog load changed is summed again: a new file at
         # position 8 of V2 moves /d/f along by its 4 bytes.
-        load(conn, [("/d/g", "V2", 8, 4)])
+        record_catalog_load(conn, [("/d/g", "V2", 8, 4)])
     assert addresses() == summed | {"/d/b": 101, "/d/g": 9, "/d/f": 13}
     assert one_stale_rule(models_dsn) == (True, ("V2",))
     with psycopg.connect(models_dsn) as conn:
@@ -251,6 +233,6 @@ def test_a_whole_catalog_read_takes_the_marts_addresses_and_sums_the_changed_tap
         conn.rollback()
     with psycopg.connect(models_dsn, autocommit=True) as conn:
         # After a whole-catalog load any tape may have changed: every one is summed again.
-        load(conn, [("/d/h", "V3", 1, 5)], whole=True)
+        record_catalog_load(conn, [("/d/h", "V3", 1, 5)], whole=True)
     assert addresses() == summed | {"/d/g": 9, "/d/f": 13, "/d/h": 0}
     assert one_stale_rule(models_dsn) == (True, None)
