@@ -13,7 +13,9 @@ part 4 loads it), then on a fresh database of an embedded server (or of --dsn):
    tapelens.write_hints of a second fresh database with one plain `COPY ... FROM STDIN` (no
    parsing, no checks, no staging table): the floor of any loader of these rows.
 
-Prints records/s of each and their ratio. Progress goes to stderr.
+Prints records/s of each and their ratio, with the CPU seconds of the command and of the
+server (a machine shared with other work stretches wall times, less so CPU times). Progress
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_families import write_site_hints  # noqa: E402
-from bench.common import TAPELENS, bench_server, fresh_database, machine, measure  # noqa: E402
+from bench.common import (  # noqa: E402
+    TAPELENS,
+    bench_server,
+    fresh_database,
+    machine,
+    measure,
+    server_cpu_seconds,
+)
 from tapelens.ingest.canonical import WRITE_HINTS  # noqa: E402
 
 COPY_BLOCK = 1 << 20
@@ -74,6 +83,11 @@ def copy_in(dsn: str, path: Path) -> float:
         return time.perf_counter() - started
 
 
+def _spent(before: float | None, after: float | None) -> float:
+    """CPU seconds the server spent between two readings (NaN when it is not on this machine)."""
+    return float("nan") if before is None or after is None else after - before
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -91,22 +105,29 @@ def main() -> None:
             with fresh_database(server) as dsn:
                 say("tapelens ingest hints")
                 command = [TAPELENS, "--dsn", dsn, "ingest", "hints", "--format", "csv"]
+                before = server_cpu_seconds(dsn)
                 done = measure([*command, str(hints)])
+                server_s = _spent(before, server_cpu_seconds(dsn))
                 rows = stored_rows(dsn)
                 export_rows(dsn, exported)
             print(done.stderr.strip().splitlines()[0])
             with fresh_database(server) as dsn:
                 say("peer: COPY FROM STDIN")
+                before = server_cpu_seconds(dsn)
                 peer_s = copy_in(dsn, exported)
+                peer_server_s = _spent(before, server_cpu_seconds(dsn))
                 peer_rows = stored_rows(dsn)
     ours = written / done.seconds
     peer = peer_rows / peer_s
     print(
         f"`tapelens ingest hints --format csv`: {written:,} records in {done.seconds:.1f} s,"
         f" {ours:,.0f} records/s ({rows:,} rows stored; {done.cpu_seconds:.1f} s CPU of the"
-        f" command, peak {done.peak_rss_mb:,.0f} MB)"
+        f" command and {server_s:.1f} s of the server, peak {done.peak_rss_mb:,.0f} MB)"
     )
-    print(f"peer, COPY FROM STDIN of the stored rows: {peer_s:.1f} s, {peer:,.0f} records/s")
+    print(
+        f"peer, COPY FROM STDIN of the stored rows: {peer_s:.1f} s, {peer:,.0f} records/s"
+        f" ({peer_server_s:.1f} s CPU of the server)"
+    )
     print(f"ratio: the command takes {done.seconds / peer_s:.1f}x the COPY's time")
 
 
