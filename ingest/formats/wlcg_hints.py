@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from typing import Any
 # stream, project, version, then the parent dataset).
 LEVELS = ("0", "1", "2", "3", "4")
 NONE_PER_LEVEL: tuple[None, ...] = (None,) * len(LEVELS)
+_LEVEL_AT = {level: n for n, level in enumerate(LEVELS)}
 REASON_CHARS = 200  # a reason quotes at most this much of the metadata
 
 
@@ -61,26 +63,52 @@ class Hints:
         """md5 of the levels (or of the raw text when unreadable): one row per distinct hint.
         Levels 0-3 alone when level 4 is not named, as before level 4 was read, so that a
         record loaded again keeps its row."""
+        if self.refused:
+            return _digest(("raw", self.raw or ""))
         levels = self.levels if self.levels[4] is not None else self.levels[:4]
-        parts = [self.raw or ""] if self.refused else [v or "" for v in levels]
-        key = "\x1f".join(["raw" if self.refused else "levels", *parts])
-        return hashlib.md5(key.encode(), usedforsecurity=False).hexdigest()
+        return _digest(("levels", *(v or "" for v in levels)))
 
-    def columns(self) -> dict[str, Any]:
-        """The hint columns of a write_hints row."""
-        row: dict[str, Any] = {
-            "activity": self.activity,
-            "schema_version": self.schema_version,
-            "status": self.status,
-            "reason": self.reason,
-            "raw_metadata": self.raw,
-            "levels_digest": self.digest(),
-        }
-        for n in range(len(LEVELS)):
-            row[f"level_{n}"] = self.levels[n]
-            row[f"length_{n}"] = self.lengths[n]
-            row[f"size_{n}"] = self.sizes[n]
-        return row
+    def values(self) -> tuple[Any, ...]:
+        """The hint columns of a write_hints row, in the order of HINT_COLUMNS."""
+        return (
+            self.activity,
+            *self.levels,
+            *self.lengths,
+            *self.sizes,
+            self.schema_version,
+            self.status,
+            self.reason,
+            self.raw,
+            self.digest(),
+        )
+
+
+# The columns of a write_hints row that the hints fill (Hints.values), in the table's order.
+HINT_COLUMNS = (
+    "activity",
+    *(f"level_{n}" for n in range(len(LEVELS))),
+    *(f"length_{n}" for n in range(len(LEVELS))),
+    *(f"size_{n}" for n in range(len(LEVELS))),
+    "schema_version",
+    "status",
+    "reason",
+    "raw_metadata",
+    "levels_digest",
+)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _digest(parts: tuple[str, ...]) -> str:
+    """md5 of the parts joined by \\x1f; a dataset's files share their levels."""
+    return hashlib.md5("\x1f".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+# How many distinct values a MetadataReader remembers before it starts afresh: a dataset's hints
+# repeat for each of its files, and a few tens of thousands of datasets are open at once at most.
+CACHE_VALUES = 20_000
+# Longer values are read each time: they are unreadable (over the 4,096 bytes Rucio allows), and
+# would make the remembered values hold tens of megabytes.
+CACHE_CHARS = 4_096
 
 
 class _Shape(ValueError):
@@ -174,10 +202,7 @@ def _hints(doc: object) -> Hints:
     version = doc.get("schema_version")
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
         raise _Shape(f"schema_version {json.dumps(version)[:40]} is not an integer")
-    file_meta = doc.get("file_metadata")
-    file_size = None
-    if isinstance(file_meta, dict) and file_meta.get("size") is not None:
-        file_size = _count(file_meta.get("size"), "file_metadata.size")
+    file_size = _file_size(doc.get("file_metadata"))
     named = any(v is not None for v in levels)
     reason = None
     if not named:
@@ -198,6 +223,13 @@ def _hints(doc: object) -> Hints:
     )
 
 
+def _file_size(file_meta: object) -> int | None:
+    """The file's size as file_metadata gives it (an object that is not is ignored)."""
+    if isinstance(file_meta, dict) and file_meta.get("size") is not None:
+        return _count(file_meta.get("size"), "file_metadata.size")
+    return None
+
+
 def _levels(hints: object) -> list[str | None]:
     levels: list[str | None] = [None] * len(LEVELS)
     if hints is None:
@@ -205,7 +237,8 @@ def _levels(hints: object) -> list[str | None]:
     if not isinstance(hints, dict):
         raise _Shape(f"collocation_hints is a JSON {_kind(hints)}, not an object")
     for key, value in hints.items():
-        if key not in LEVELS:
+        at = _LEVEL_AT.get(key)
+        if at is None:
             raise _Shape(f'collocation level "{key[:20]}" is not one of 0-4')
         if value is None:
             continue
@@ -213,7 +246,7 @@ def _levels(hints: object) -> list[str | None]:
             raise _Shape(f'collocation level "{key}" is a JSON {_kind(value)}, not a string')
         if "\x00" in value:
             raise _Shape(f'collocation level "{key}" contains a NUL character')
-        levels[int(key)] = value.strip() or None  # Rucio's placeholder is the empty string
+        levels[at] = value.strip() or None  # Rucio's placeholder is the empty string
     return levels
 
 
@@ -243,3 +276,23 @@ def _kind(value: object) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+class MetadataReader:
+    """read_metadata of many records, each distinct value read once: a dataset's files often
+    share their metadata whole (no per-file size or checksum in it, or no hints at all). The
+    remembered values are bounded (`limit`); results are read_metadata's, value for value."""
+
+    def __init__(self, limit: int = CACHE_VALUES) -> None:
+        self.limit = limit
+        self._known: dict[str, Hints] = {}
+
+    def read(self, value: str | None) -> Hints:
+        if value is None or len(value) > CACHE_CHARS:
+            return read_metadata(value)
+        hints = self._known.get(value)
+        if hints is None:
+            if len(self._known) >= self.limit:
+                self._known.clear()
+            hints = self._known[value] = read_metadata(value)
+        return hints

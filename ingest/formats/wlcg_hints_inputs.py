@@ -24,7 +24,8 @@ import psycopg
 from tapelens.db import connect
 from tapelens.ingest.canonical import WRITE_HINTS
 from tapelens.ingest.datasets import DatasetRules, experiment_expr
-from tapelens.ingest.formats.base import Batch, Collector, Line, LineReader, ParseOptions
+from tapelens.ingest.formats.base import LINE_NO, Batch, Collector, Line, LineReader, ParseOptions
+from tapelens.ingest.formats.fields import micros
 from tapelens.ingest.formats.logfields import (
     CsvColumns,
     FieldError,
@@ -35,7 +36,7 @@ from tapelens.ingest.formats.logfields import (
     quote,
     text,
 )
-from tapelens.ingest.formats.wlcg_hints import Hints, read_metadata
+from tapelens.ingest.formats.wlcg_hints import HINT_COLUMNS, Hints, MetadataReader
 
 KIND = "hints"
 
@@ -84,7 +85,20 @@ def parse_kit(path: str | Path, *, options: ParseOptions) -> Iterator[Batch]:
     return _records(path, options, (*known, "activity"), ("dataset_name",), _kit_row)
 
 
-_Row = Callable[[dict[str, str], ParseOptions], tuple[dict[str, Any], Hints] | None]
+# A record's own columns (OWN_COLUMNS, in order) and its hints.
+_Record = tuple[tuple[Any, ...], Hints]
+_Row = Callable[[dict[str, str], ParseOptions, MetadataReader], _Record | None]
+# The columns of a write_hints row that come from the record rather than from its hints; the
+# activity is the hints', else the record's own (`own_activity`).
+OWN_COLUMNS: dict[str, pl.DataType] = {
+    "file_key": WRITE_HINTS["file_key"],
+    "path": WRITE_HINTS["path"],
+    "written_at": pl.Int64(),  # microseconds since 1970: cheaper to hand over than datetimes
+    "size_bytes": WRITE_HINTS["size_bytes"],
+    "experiment": WRITE_HINTS["experiment"],
+    "own_activity": WRITE_HINTS["activity"],
+}
+HINT_SCHEMA = {n: WRITE_HINTS[n] for n in HINT_COLUMNS}
 
 
 def _records(
@@ -99,8 +113,9 @@ def _records(
     rules = DatasetRules(experiment=options.extra.get("experiment_rule"))
     tabs: _TabColumns | None = None
     first = True
+    metadata = MetadataReader()
     with LineReader(path) as reader:
-        out = Collector(reader, options, WRITE_HINTS)
+        out = _HintRows(reader, options)
         for line in reader:
             if not line.text.strip():
                 out.skip()
@@ -110,7 +125,7 @@ def _records(
                 tabs = _TabColumns(layout) if "\t" in line.text else None
             try:
                 record = tabs.read(line) if tabs is not None else layout.read(line)
-                made = None if record is None else make_row(record, options)
+                made = None if record is None else make_row(record, options, metadata)
             except FieldError as exc:
                 out.reject(line, str(exc))
                 continue
@@ -120,10 +135,46 @@ def _records(
             row, hints = made
             if hints.refused:
                 out.reject(line, hints.reason or hints.status)  # kept all the same, as unhinted
-            out.add(row, line.no)
+            out.keep(row, hints, line.no)
             if out.full():
                 yield _with_experiment(out.flush(), rules)
         yield _with_experiment(out.flush(), rules)
+
+
+class _HintRows(Collector):
+    """The Collector of hint records, as columns: each record's own values, and which of the
+    batch's distinct hints it has, whose columns are made once (a dataset's files share them)."""
+
+    def __init__(self, reader: LineReader, options: ParseOptions) -> None:
+        super().__init__(reader, options, WRITE_HINTS)
+        self.records: list[tuple[Any, ...]] = []
+        self.distinct: list[Hints] = []
+        self.index: dict[int, int] = {}  # id() of a Hints -> its place in `distinct`
+
+    def keep(self, own: tuple[Any, ...], hints: Hints, line_no: int) -> None:
+        at = self.index.get(id(hints))
+        if at is None:
+            at = self.index[id(hints)] = len(self.distinct)
+            self.distinct.append(hints)  # held, so that its id() is not reused
+        self.records.append((*own, at, line_no))
+
+    def full(self) -> bool:
+        return len(self.records) >= self.options.batch_rows
+
+    def flush(self) -> Batch:
+        batch = super().flush()
+        if self.records:
+            schema = {**OWN_COLUMNS, "hints": pl.UInt32(), LINE_NO: pl.Int64()}
+            own = pl.DataFrame(self.records, schema=schema, orient="row")
+            given = [h.values() for h in self.distinct]
+            hints = pl.DataFrame(given, schema=HINT_SCHEMA, orient="row")[own["hints"]]
+            frame = pl.concat([own, hints], how="horizontal")
+            activity = pl.coalesce("activity", "own_activity").alias("activity")
+            source = pl.lit(self.options.source, WRITE_HINTS["source"]).alias("source")
+            written = pl.col("written_at").cast(WRITE_HINTS["written_at"])
+            batch.frame = frame.with_columns(activity, source, written).select(*self.schema)
+        self.records, self.distinct, self.index = [], [], {}
+        return batch
 
 
 class _TabColumns:
@@ -171,7 +222,9 @@ def _with_experiment(batch: Batch, rules: DatasetRules) -> Batch:
     return batch
 
 
-def _fts_row(record: dict[str, str], options: ParseOptions) -> tuple[dict[str, Any], Hints] | None:
+def _fts_row(
+    record: dict[str, str], options: ParseOptions, metadata: MetadataReader
+) -> _Record | None:
     state = (cell(record, "file_state") or "FINISHED").strip().upper()
     if state not in WRITTEN_STATES:
         return None
@@ -179,28 +232,32 @@ def _fts_row(record: dict[str, str], options: ParseOptions) -> tuple[dict[str, A
     if surl is None:
         raise FieldError("dest_surl is empty")
     when = _time(record, ("archive_finish_time", "finish_time"), options.timezone)
-    hints = read_metadata(cell(record, "archive_metadata"))
+    hints = metadata.read(cell(record, "archive_metadata"))
     activity = cell(record, "activity")
     return _row(record, options, _url_path(surl), None, when, hints, activity), hints
 
 
 def _metadata_row(
-    record: dict[str, str], options: ParseOptions
-) -> tuple[dict[str, Any], Hints] | None:
+    record: dict[str, str], options: ParseOptions, metadata: MetadataReader
+) -> _Record | None:
     name = next((n for n in METADATA_NAMES if n in record), None)
     if name is None:
         raise FieldError("no archive_metadata column (or metadata, hints)")
-    hints = read_metadata(cell(record, name))
+    hints = metadata.read(cell(record, name))
     path, key = _where(record)
     when = _time(record, TIME_NAMES, options.timezone)
-    return _row(record, options, path, key, when, hints, cell(record, "activity")), hints
+    activity = cell(record, "activity")
+    return _row(record, options, path, key, when, hints, activity), hints
 
 
-def _kit_row(record: dict[str, str], options: ParseOptions) -> tuple[dict[str, Any], Hints] | None:
+def _kit_row(
+    record: dict[str, str], options: ParseOptions, metadata: MetadataReader
+) -> _Record | None:
     path, key = _where(record)
     when = _time(record, TIME_NAMES, options.timezone)
     hints = _kit_hints(record)
-    return _row(record, options, path, key, when, hints, cell(record, "activity")), hints
+    activity = cell(record, "activity")
+    return _row(record, options, path, key, when, hints, activity), hints
 
 
 def _kit_hints(record: dict[str, str]) -> Hints:
@@ -242,11 +299,22 @@ def _kit_raw(record: dict[str, str]) -> str:
 
 def _where(record: dict[str, str]) -> tuple[str | None, str | None]:
     """The record's path (a URL's path part) and the file id it gives, if any."""
-    url = next((v for n in PATH_NAMES if (v := cell(record, n)) is not None), None)
-    key = next((v.strip() for n in KEY_NAMES if (v := cell(record, n)) is not None), None)
+    url = _first(record, PATH_NAMES)
+    key = _first(record, KEY_NAMES)
+    key = None if key is None else key.strip()
     if url is None and key is None:
         raise FieldError("neither a path nor a file id (pnfsid, archive_id)")
     return (None if url is None else _url_path(url)), key
+
+
+def _first(record: dict[str, str], names: tuple[str, ...]) -> str | None:
+    """The first of these fields that is not empty (cell), if any. Most names are not columns
+    of a given file: a plain lookup each, as this runs for every record."""
+    for name in names:
+        value = record.get(name)
+        if value is not None and value.strip():
+            return value
+    return None
 
 
 def _url_path(url: str) -> str:
@@ -295,23 +363,18 @@ def _row(
     when: datetime,
     hints: Hints,
     activity: str | None,
-) -> dict[str, Any]:
+) -> tuple[Any, ...]:
+    """The record's own columns (OWN_COLUMNS)."""
     mapped = None if path is None else _mapped(path, options.extra.get("path_map") or ())
-    size = next((v for n in SIZE_NAMES if (v := cell(record, n)) is not None), None)
-    vo = next((v.strip().lower() for n in VO_NAMES if (v := cell(record, n)) is not None), None)
-    row = {
-        "source": options.source,
-        "file_key": key or mapped,
-        "path": mapped,
-        "written_at": when,
-        "size_bytes": integer("size", size) if size is not None else hints.file_size,
-        "experiment": vo,
-        **hints.columns(),
-    }
+    size = _first(record, SIZE_NAMES)
+    vo = _first(record, VO_NAMES)
+    vo = None if vo is None else vo.strip().lower()
+    size_bytes = integer("size", size) if size is not None else hints.file_size
     # The record's own activity column (FTS's t_file.activity) where the hints name none.
-    if row["activity"] is None and activity is not None:
-        row["activity"] = text("activity", activity.strip())
-    return row
+    own = None
+    if hints.activity is None and activity is not None:
+        own = text("activity", activity.strip())
+    return (key or mapped, mapped, micros(when), size_bytes, vo, own)
 
 
 def _mapped(path: str, path_map: tuple[tuple[str, str], ...]) -> str:
@@ -328,13 +391,19 @@ def mark_contradictions(cur: psycopg.Cursor, source: str, run_id: int) -> None:
     # Statistics of the rows just loaded: without them the planner takes the load for a few
     # rows and joins by nested loop, quadratic in the records (200,000 took over 15 minutes).
     cur.execute("analyze tapelens.write_hints")
+    # Files with two digests are found by hashing (min <> max, compared bytewise), not by
+    # sorting every touched record by its text key as count(distinct ...) does; the versions
+    # are then counted for those files alone.
     cur.execute(
         "with touched as (select distinct file_key from tapelens.write_hints"
         "   where ingest_run_id = %(run)s and status in ('ok', 'contradictory')),"
-        " split as (select h.file_key, count(distinct h.levels_digest) as versions"
+        " split_keys as (select h.file_key"
         "   from tapelens.write_hints h join touched t on t.file_key = h.file_key"
-        "   where h.status in ('ok', 'contradictory')"
-        "   group by h.file_key having count(distinct h.levels_digest) > 1)"
+        "   where h.status in ('ok', 'contradictory') group by h.file_key"
+        '   having min(h.levels_digest collate "C") <> max(h.levels_digest collate "C")),'
+        " split as (select h.file_key, count(distinct h.levels_digest) as versions"
+        "   from tapelens.write_hints h join split_keys k on k.file_key = h.file_key"
+        "   where h.status in ('ok', 'contradictory') group by h.file_key)"
         " update tapelens.write_hints h set status = 'contradictory',"
         "   reason = format('%%s records of this file name different levels', s.versions)"
         " from split s where h.file_key = s.file_key"

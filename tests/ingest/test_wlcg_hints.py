@@ -27,7 +27,7 @@ from tapelens.cli import cli
 from tapelens.errors import ParseError
 from tapelens.ingest.formats import lookup
 from tapelens.ingest.formats.base import ParseOptions
-from tapelens.ingest.formats.wlcg_hints import read_metadata
+from tapelens.ingest.formats.wlcg_hints import MetadataReader, read_metadata
 from tapelens.ingest.load import ingest_files
 
 HINTS = Path(__file__).parent.parent / "data" / "hints"
@@ -333,3 +333,48 @@ def test_one_load_of_several_exports_is_all_or_nothing_per_file(dsn: str, tmp_pa
     assert str(err.value) == f"{broken}:2: 2 fields where 5 are expected"
     # The first export loaded in its own transaction; the broken one left nothing.
     assert stored(dsn, "select count(*) from tapelens.write_hints") == [(3,)]
+
+
+def test_values_read_once_are_never_taken_for_one_another() -> None:
+    reader = MetadataReader(limit=2)
+    values = [
+        json.dumps(cms_doc()),
+        json.dumps(cms_doc("/ParkingVBF5/Run2024C-v2/RAW")),
+        json.dumps(cms_doc()) + " ",  # the same document, another value
+        json.dumps(AOD_DATA),
+        "{'collocation_hints': {'0': 'data'}}",
+        None,
+    ]
+    # Each value twice, in turn: the second reads come from what was remembered, past its limit.
+    for value in [*values, *values, *reversed(values)]:
+        assert reader.read(value) == read_metadata(value)
+    assert reader.read(values[0]).levels[3] == PARKING
+    assert reader.read(values[1]).levels[3] == "/ParkingVBF5/Run2024C-v2/RAW"
+
+
+def test_a_malformed_record_after_ten_thousand_good_ones_is_refused_alone(
+    dsn: str, tmp_path: Path
+) -> None:
+    export = tmp_path / "many.csv"
+    doc = json.dumps(cms_doc())
+    quoted = '"' + doc.replace('"', '""') + '"'
+    lines = ["path,written_at,size,archive_metadata"]
+    lines += [f"/cms/store/f{n}.root,2024-06-02T11:00:00Z,{n},{quoted}" for n in range(10_000)]
+    lines.append("/cms/store/bad.root,2024-06-02T11:00:00Z,1,\"{'collocation_hints': {}}\"")
+    lines.append(f"/cms/store/last.root,2024-06-02T12:00:00Z,10000,{quoted}")
+    export.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(
+        cli, ["--dsn", dsn, "ingest", "hints", "--format", "csv", str(export)]
+    )
+    assert result.exception is None, result.output
+    assert result.stderr.splitlines()[1:] == [
+        f"1 lines refused, first: {export}:10002: archive metadata is not JSON"
+        " (Expecting property name enclosed in double quotes at 1)",
+        "hints: 10,001 ok, 1 malformed",
+    ]
+    rows = stored(
+        dsn,
+        "select status, count(*), count(distinct size_bytes), min(level_3), max(level_3)"
+        " from tapelens.write_hints group by status order by status",
+    )
+    assert rows == [("malformed", 1, 1, None, None), ("ok", 10_001, 10_001, PARKING, PARKING)]
