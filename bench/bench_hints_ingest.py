@@ -42,6 +42,7 @@ from bench.common import (  # noqa: E402
 from tapelens.ingest.canonical import WRITE_HINTS  # noqa: E402
 
 COPY_BLOCK = 1 << 20
+SESSION_WAITS = 300  # tenths of a second to wait for the sessions before to end
 # The stored columns of a write_hints row: the canonical ones and the load that wrote it.
 COLUMNS = ", ".join([*WRITE_HINTS, "ingest_run_id"])
 
@@ -83,6 +84,21 @@ def copy_in(dsn: str, path: Path) -> float:
         return time.perf_counter() - started
 
 
+def server_cpu_after(dsn: str) -> float | None:
+    """server_cpu_seconds once the database's other sessions have ended: a backend's CPU
+    counts only once it has exited, which lags its client's exit on a busy machine."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(SESSION_WAITS):
+            row = conn.execute(
+                "select count(*) from pg_stat_activity"
+                " where datname = current_database() and pid <> pg_backend_pid()"
+            ).fetchone()
+            if not row or not row[0]:
+                break
+            time.sleep(0.1)
+    return server_cpu_seconds(dsn)
+
+
 def _spent(before: float | None, after: float | None) -> float:
     """CPU seconds the server spent between two readings (NaN when it is not on this machine)."""
     return float("nan") if before is None or after is None else after - before
@@ -107,7 +123,7 @@ def main() -> None:
                 command = [TAPELENS, "--dsn", dsn, "ingest", "hints", "--format", "csv"]
                 before = server_cpu_seconds(dsn)
                 done = measure([*command, str(hints)])
-                server_s = _spent(before, server_cpu_seconds(dsn))
+                server_s = _spent(before, server_cpu_after(dsn))
                 rows = stored_rows(dsn)
                 export_rows(dsn, exported)
             print(done.stderr.strip().splitlines()[0])
@@ -115,7 +131,7 @@ def main() -> None:
                 say("peer: COPY FROM STDIN")
                 before = server_cpu_seconds(dsn)
                 peer_s = copy_in(dsn, exported)
-                peer_server_s = _spent(before, server_cpu_seconds(dsn))
+                peer_server_s = _spent(before, server_cpu_after(dsn))
                 peer_rows = stored_rows(dsn)
     ours = written / done.seconds
     peer = peer_rows / peer_s
