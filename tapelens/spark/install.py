@@ -2,31 +2,23 @@
 
 Spark's resolver (spark.jars.packages) fetches them from Maven Central into its Ivy cache the
 first time a session starts; starting one here, on a throw-away warehouse, makes that first time
-the install step rather than a test run or a site's first load.
+the install step rather than a test run or a site's first load. Which files it retrieved is then
+recorded beside them (`record_resolved_jars`), and later sessions name those files instead.
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
-from pathlib import Path
 
-from tapelens.spark.session import delta_package
-
-IVY_JARS = Path("~/.ivy2.5.2/jars").expanduser()  # Spark 4's Ivy cache
-
-
-def resolved(package: str) -> bool:
-    """Whether the package's jar is in Spark's Ivy cache already."""
-    group, artifact, version = package.split(":")
-    return (IVY_JARS / f"{group}_{artifact}-{version}.jar").is_file()
+from tapelens.spark.session import delta_package, ivy_jars, resolved_jars, site_settings
 
 
 def main() -> int:
-    from tapelens.spark.session import spark_session, stop_session
+    from tapelens.spark.session import record_resolved_jars, spark_session, stop_session
 
     package = delta_package()
-    if resolved(package):
+    if resolved_jars(package, ivy_jars(site_settings())) is not None:
         print(f"install-spark: {package} already resolved", file=sys.stderr)
         return 0
     print(f"install-spark: resolving {package} from Maven Central", file=sys.stderr)
@@ -34,11 +26,13 @@ def main() -> int:
         spark = spark_session("local[1]", tmp, app_name="tapelens-install")
         try:
             spark.sql("select 1").collect()
+            recorded = record_resolved_jars(spark, package)
         finally:
             stop_session()
-    if not resolved(package):
+    if not recorded:
         print(f"install-spark: {package} was not resolved", file=sys.stderr)
         return 1
+    print(f"install-spark: {package}: {len(recorded)} jars", file=sys.stderr)
     return 0
 
 

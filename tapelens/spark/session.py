@@ -8,7 +8,8 @@ one run are there in the next; on a cluster, the metastore the site's Spark conf
 
 Delta Lake's jars come from Maven Central through Spark's own resolver (spark.jars.packages).
 `scripts/install-spark` resolves them once at install time, into Spark's Ivy cache
-(~/.ivy2.5.2), where every later session finds them.
+(~/.ivy2.5.2), and records which files the resolver retrieved; every later session names those
+files (spark.jars), so that the resolver, and the report it prints on stderr, stay idle.
 """
 
 from __future__ import annotations
@@ -129,6 +130,77 @@ def delta_package() -> str:
     return f"io.delta:delta-spark_{minor}_{SCALA}:{delta}"
 
 
+# Spark 4's Ivy folder (MavenUtils: ~/.ivy2.5.2 unless spark.jars.ivy names another); the
+# resolver copies the jars it resolved into its `jars` folder.
+IVY_HOME = "~/.ivy2.5.2"
+IVY = "spark.jars.ivy"
+JARS = "spark.jars"
+PACKAGES = "spark.jars.packages"
+
+
+def ivy_jars(given: Mapping[str, str]) -> Path:
+    """The folder Spark's resolver retrieves jars into, where `given` (the site's settings and a
+    session's) leave spark.jars.ivy: <spark.jars.ivy, else ~/.ivy2.5.2>/jars."""
+    return Path(given.get(IVY) or IVY_HOME).expanduser() / "jars"
+
+
+def _closure_file(package: str, jars: Path) -> Path:
+    group, artifact, version = package.split(":")
+    return jars / f"{group}_{artifact}-{version}.closure"
+
+
+def resolved_jars(package: str, jars: Path) -> list[Path] | None:
+    """The files in `jars` that Spark's resolver retrieved for the Maven coordinate `package`
+    (its jar and every jar it needs, in the resolver's order), as `record_resolved_jars`
+    recorded them; None where nothing is recorded or a recorded file is gone."""
+    try:
+        names = _closure_file(package, jars).read_text().split()
+    except OSError:
+        return None
+    paths = [jars / name for name in names]
+    return paths if paths and all(path.is_file() for path in paths) else None
+
+
+def retrieved_jars(spark: SparkSession, package: str) -> list[Path]:
+    """The jars the running session's resolver retrieved for `package`, where the session was
+    started with spark.jars.packages `package` alone: spark-submit appends their paths in the
+    Ivy folder's `jars` to spark.jars; none otherwise."""
+    conf = spark.sparkContext.getConf()
+    if conf.get(PACKAGES) != package:
+        return []
+    jars = ivy_jars({IVY: conf.get(IVY) or ""})
+    listed = [local_path(entry) for entry in (conf.get(JARS) or "").split(",") if entry]
+    return [path for path in listed if path.parent == jars]
+
+
+def record_resolved_jars(spark: SparkSession, package: str) -> list[Path]:
+    """Record the jars the running session's resolver retrieved for `package` beside them, for
+    `resolved_jars` to find; returns them (none recorded where the session did not resolve
+    `package` alone). The file is replaced whole, so that a session never reads half of it."""
+    retrieved = retrieved_jars(spark, package)
+    if retrieved:
+        target = _closure_file(package, retrieved[0].parent)
+        partial = target.with_name(f"{target.name}.{os.getpid()}")
+        partial.write_text("".join(f"{path.name}\n" for path in retrieved))
+        partial.replace(target)
+    return retrieved
+
+
+def delta_jars(given: Mapping[str, str]) -> dict[str, str]:
+    """How a session gets Delta Lake's jars: by spark.jars, the files scripts/install-spark
+    recorded in Spark's Ivy cache, where they are all there (the resolver then has nothing to
+    do, and prints nothing); else by spark.jars.packages, through the resolver. Spark ships
+    either to the executors itself. Neither name where `given` (the site's spark-defaults.conf,
+    a session's `conf`) sets it: a value passed to spark-submit would replace the site's."""
+    package = delta_package()
+    recorded = resolved_jars(package, ivy_jars(given))
+    if recorded is not None and JARS not in given:
+        return {JARS: ",".join(str(path) for path in recorded)}
+    if PACKAGES not in given:
+        return {PACKAGES: package}
+    return {}
+
+
 def is_local(path: str) -> bool:
     """A warehouse on this machine's disk (a plain path or file:), not HDFS, S3 or the like."""
     return "://" not in path or path.startswith("file:")
@@ -143,8 +215,8 @@ def session_settings(
 ) -> dict[str, str]:
     """The settings a session of `warehouse` is built with: the small-machine defaults the
     site's spark-defaults.conf does not set, what tapelens's answers need, the warehouse and
-    its metastore, Delta Lake's jar, then `conf` over all of them. The driver's memory is
-    among the defaults (`driver_memory`)."""
+    its metastore, Delta Lake's jars (`delta_jars`), then `conf` over all of them. The
+    driver's memory is among the defaults (`driver_memory`)."""
     site = site_settings(env)
     settings = {k: v for k, v in (DEFAULTS | driver_memory(env)).items() if k not in site}
     settings.update(REQUIRED)
@@ -158,8 +230,7 @@ def session_settings(
         settings["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={root}"
     else:
         settings["spark.sql.warehouse.dir"] = warehouse.rstrip("/") + "/tables"
-    # Resolved through the local Ivy cache once scripts/install-spark has filled it.
-    settings["spark.jars.packages"] = delta_package()
+    settings.update(delta_jars(site | dict(conf or {})))
     settings.update(conf or {})
     return settings
 

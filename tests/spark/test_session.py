@@ -15,8 +15,17 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("delta")
 
+from pyspark.sql import SparkSession  # noqa: E402
+
 from tapelens.spark.session import (  # noqa: E402
+    IVY,
+    JARS,
+    PACKAGES,
     REQUIRED,
+    delta_package,
+    ivy_jars,
+    resolved_jars,
+    retrieved_jars,
     session_settings,
     site_settings,
     spark_session,
@@ -77,5 +86,65 @@ def test_a_session_of_another_warehouse_is_not_handed_back(tmp_path: Path) -> No
             (second / "tables").as_uri()
         )
         assert not other.catalog.databaseExists("marked_here"), "saw the first warehouse"
+    finally:
+        stop_session()
+
+
+def test_delta_jars_are_named_from_the_cache_the_install_recorded(tmp_path: Path) -> None:
+    """The files the install recorded go by spark.jars, where every one is there; else the
+    coordinate by spark.jars.packages; and neither name where the site sets it."""
+    package = delta_package()
+    jars = tmp_path / "ivy" / "jars"
+    jars.mkdir(parents=True)
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    env = {"SPARK_CONF_DIR": str(conf_dir)}
+
+    def site(*lines: str) -> dict[str, str]:
+        (conf_dir / "spark-defaults.conf").write_text(f"{IVY} {jars.parent}\n" + "".join(lines))
+        settings = session_settings(str(tmp_path / "w"), env=env)
+        return {k: settings[k] for k in (JARS, PACKAGES) if k in settings}
+
+    assert site() == {PACKAGES: package}, "nothing recorded: the resolver"
+    names = ["io.delta_delta-spark.jar", "org.slf4j_slf4j-api.jar"]
+    group, artifact, version = package.split(":")
+    (jars / f"{group}_{artifact}-{version}.closure").write_text("\n".join(names) + "\n")
+    assert site() == {PACKAGES: package}, "recorded, but no file there yet"
+    for name in names:
+        (jars / name).write_bytes(b"PK")
+    assert resolved_jars(package, jars) == [jars / name for name in names]
+    assert site() == {JARS: ",".join(str(jars / name) for name in names)}
+    assert site("spark.jars.packages org.example:theirs:1\n") == {
+        JARS: ",".join(str(jars / name) for name in names)
+    }, "the site's packages are the site's, Delta's jars by name beside them"
+    assert site("spark.jars /opt/s3/hadoop-aws.jar\n") == {PACKAGES: package}, (
+        "the site's jars are the site's: Delta's through the resolver, which adds to them"
+    )
+    assert site("spark.jars /opt/a.jar\n", "spark.jars.packages org.example:theirs:1\n") == {}
+    (jars / names[1]).unlink()
+    assert site() == {PACKAGES: package}, "a recorded file gone: the resolver again"
+    assert ivy_jars({}) == Path("~/.ivy2.5.2/jars").expanduser()
+
+
+@pytest.mark.slow
+@pytest.mark.own_process
+@pytest.mark.timeout(900)
+def test_the_recorded_jars_are_those_the_resolver_retrieves(tmp_path: Path) -> None:
+    """What scripts/install-spark recorded is what Spark's resolver retrieves for the
+    coordinate now, file for file and in its order: the sessions' spark.jars cannot drift
+    from spark.jars.packages."""
+    package = delta_package()
+    recorded = resolved_jars(package, ivy_jars(site_settings()))
+    assert recorded, "scripts/install-spark (make setup) records the jars it resolved"
+    stop_session()
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config(PACKAGES, package)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", (tmp_path / "tables").as_uri())
+        .getOrCreate()
+    )
+    try:
+        assert retrieved_jars(spark, package) == recorded
     finally:
         stop_session()

@@ -1,4 +1,5 @@
-"""A command on Spark says its own progress and errors on stderr, not the JVM's warnings.
+"""A command on Spark says its own progress and errors on stderr, not the JVM's warnings nor the
+report of Spark's dependency resolver.
 
 The session points Spark's JVM at tapelens/spark/log4j2.properties (errors only) through
 log4j2's LOG4J_CONFIGURATION_FILE, unless the site's Spark configuration folder has a
@@ -30,6 +31,10 @@ SPARK_NOTES = (
     "Setting default log level to",
     "To adjust logging level use sc.setLogLevel",
 )
+# What Spark's resolver prints to stderr when a session names its jars by Maven coordinates
+# (spark.jars.packages), about 90 lines at each start: the session names the files
+# scripts/install-spark recorded in the Ivy cache instead (spark.jars).
+IVY_REPORT = (":: loading settings ::", ":: resolving dependencies ::", "confs: [default]")
 
 
 def test_the_site_logging_configuration_wins(tmp_path: Path) -> None:
@@ -50,7 +55,7 @@ def test_a_command_on_spark_prints_no_warning_of_the_jvm(tmp_path: Path) -> None
     """`db migrate` then `db status` on a new local warehouse, each its own process and JVM:
     their stderr holds no WARN line of Spark's, Hadoop's or the metastore's (Spark's own
     logging prints several at every start), and none of the notes Spark's Logging prints past
-    log4j (SPARK_NOTES)."""
+    log4j (SPARK_NOTES), and no report of Spark's resolver (IVY_REPORT)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -70,4 +75,5 @@ def test_a_command_on_spark_prints_no_warning_of_the_jvm(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr[-2000:]
         assert not WARN_LINE.findall(done.stderr), done.stderr[-2000:]
         assert [note for note in SPARK_NOTES if note in done.stderr] == [], done.stderr[-2000:]
+        assert [line for line in IVY_REPORT if line in done.stderr] == [], done.stderr[:2000]
     assert "tapelens.tape_files" in done.stdout
