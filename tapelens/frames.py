@@ -22,6 +22,7 @@ from typing import Any, cast
 import polars as pl
 import psycopg
 from psycopg import sql
+from psycopg.types.string import StrDumper
 
 from tapelens.db import unavailable
 from tapelens.errors import DatabaseError, InputError
@@ -225,6 +226,29 @@ class FrameReader:
 
     def __call__(self, query: str, params: Sequence[Any] = ()) -> pl.DataFrame:
         return self.run(query, params)
+
+
+def connection_reader(conn: psycopg.Connection) -> FrameReader:
+    """Frames read on an open PostgreSQL connection (PostgreSQL's own $1 markers, each query in
+    a savepoint of its own so that a refused one leaves the connection usable)."""
+
+    def run(query: str, params: Sequence[Any]) -> pl.DataFrame:
+        try:
+            with conn.transaction(), psycopg.RawCursor(conn) as cur:
+                # Strings as text (not untyped): a list is then a text[] that unnest() takes.
+                cur.adapters.register_dumper(str, StrDumper)
+                cur.execute(query, list(params))
+                names = [c.name for c in cur.description or ()]
+                rows = cur.fetchall()
+        except psycopg.Error as exc:
+            raise DatabaseError(one_line(exc)) from None
+        # Instants as the engines' readers give them: UTC, to the microsecond.
+        columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+        frame = pl.DataFrame(columns, strict=False)
+        times = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
+        return frame.with_columns(pl.col(n).dt.convert_time_zone("UTC") for n in times)
+
+    return FrameReader(POSTGRES, run)
 
 
 def missing_relation(message: str) -> bool:

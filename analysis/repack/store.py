@@ -14,13 +14,12 @@ either; `advise` is it on a PostgreSQL connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 import psycopg
-from psycopg.types.string import StrDumper
 
 from tapelens.analysis.dedup import plan as dedup
 from tapelens.analysis.recall.datasets.stored import DATASETS as PLACED_DATASETS
@@ -40,7 +39,7 @@ from tapelens.analysis.throughput.model import ModelParams
 from tapelens.analysis.throughput.store import params_in_use, readable_by
 from tapelens.dbt_runs import MARTS_SCHEMA
 from tapelens.errors import DatabaseError, InputError
-from tapelens.frames import POSTGRES, SPARK, FrameReader, missing_relation, one_line
+from tapelens.frames import SPARK, FrameReader, connection_reader, missing_relation
 from tapelens.tape_states import WRITTEN_NO_MORE
 
 SCATTERED_MIN_MEAN_GAP = 1.2
@@ -146,29 +145,6 @@ def _summary(ranked: pl.DataFrame, options: RepackOptions) -> dict[str, Any]:
         "top_tapes_freed": float(top["tapes_freed"].sum() or 0.0),
         "options": _options_dict(options),
     }
-
-
-def connection_reader(conn: psycopg.Connection) -> FrameReader:
-    """Frames read on an open PostgreSQL connection (PostgreSQL's own $1 markers, each query in
-    a savepoint of its own so that a refused one leaves the connection usable)."""
-
-    def run(query: str, params: Sequence[Any]) -> pl.DataFrame:
-        try:
-            with conn.transaction(), psycopg.RawCursor(conn) as cur:
-                # Strings as text (not untyped): a list is then a text[] that unnest() takes.
-                cur.adapters.register_dumper(str, StrDumper)
-                cur.execute(query, list(params))
-                names = [c.name for c in cur.description or ()]
-                rows = cur.fetchall()
-        except psycopg.Error as exc:
-            raise DatabaseError(one_line(exc)) from None
-        # Instants as the engines' readers give them: UTC, to the microsecond.
-        columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
-        frame = pl.DataFrame(columns, strict=False)
-        times = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
-        return frame.with_columns(pl.col(n).dt.convert_time_zone("UTC") for n in times)
-
-    return FrameReader(POSTGRES, run)
 
 
 def _build_first(read: FrameReader, what: str) -> str:

@@ -18,7 +18,7 @@ from psycopg import sql
 
 from tapelens.dbt_runs import MARTS_SCHEMA, PROJECT_DIR
 from tapelens.errors import DatabaseError
-from tapelens.frames import FrameReader, missing_relation
+from tapelens.frames import FrameReader, connection_reader, missing_relation
 
 # Byte addresses come from the marts (plan_tape_objects, by volume and position) for the volumes
 # the last `marts build` has seen whole. A volume that a later catalog load may have changed, or
@@ -102,9 +102,6 @@ class Addressing:
 def address_objects(cur: psycopg.Cursor[Any]) -> tuple[sql.Composable, Addressing]:
     """Sum the tapes of plan_copies the marts cannot address into plan_objects; return the
     query of the catalog rows, with the addresses from the marts wherever they hold."""
-    # Imported here: the repack store imports the planner's catalog read, and so this module.
-    from tapelens.analysis.repack.store import connection_reader
-
     # The rule read on the cursor's own connection, each query in a savepoint: a marts schema
     # that is not there leaves the caller's transaction (and its plan_copies) usable.
     from_marts, stale = stale_volumes(connection_reader(cur.connection))
