@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
 
 def sorted_search(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -14,3 +15,22 @@ def sorted_search(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
     at = np.empty(len(keys), dtype=np.intp)
     at[order] = np.searchsorted(table, keys[order])
     return at
+
+
+def rows_of(keys: pl.Series, table: pl.Series) -> np.ndarray | None:
+    """For each of `keys`, the row of `table` that holds the same value, -1 where none does;
+    None where two of the table's values share a 64-bit hash (the caller joins instead). The
+    values are found by their hashes in the table's sorted hashes, then compared: on millions of
+    strings that is several times cheaper than a join, which hashes and gathers them all."""
+    table_hash = table.hash().to_numpy()
+    by_hash = np.argsort(table_hash)
+    sorted_hash = table_hash[by_hash]
+    if sorted_hash.shape[0] > 1 and bool((sorted_hash[1:] == sorted_hash[:-1]).any()):
+        return None
+    if sorted_hash.shape[0] == 0:
+        return np.full(len(keys), -1, dtype=np.int64)
+    key_hash = keys.hash().to_numpy()
+    at = np.minimum(sorted_search(sorted_hash, key_hash), sorted_hash.shape[0] - 1)
+    row = by_hash[at].astype(np.int64)
+    same = (table.gather(pl.Series(row)) == keys).fill_null(False).to_numpy()
+    return np.where((sorted_hash[at] == key_hash) & same, row, -1)

@@ -42,6 +42,7 @@ from tapelens.analysis.whatif.replay import (
     replay_family_arrays,
 )
 from tapelens.analysis.whatif.stats import RecallSetup, ordered_gap_figures, summarise
+from tapelens.arrays import rows_of
 from tapelens.errors import InputError
 from tapelens.media import BY_NAME as MEDIA
 
@@ -264,28 +265,16 @@ def _small_pages() -> Iterator[None]:
 def _with_pool(copies: pl.DataFrame, stream: pl.DataFrame) -> pl.DataFrame:
     """The columns of the copies that the figures read, in the copies' order, with the pool of
     their file in the stream and its row there, `_row` (copies of files not in it left out).
-    Each copy finds its file
-    by the ids' 64-bit hashes in the stream's sorted hashes, then the ids are compared: on
-    millions of copies a join gathers every string column of the copies again, while this
-    takes only the pool, and leaves the copies as they are when every one is in the stream."""
+    Each copy finds its file by rows_of: on millions of copies a join gathers every string
+    column of the copies again, while this takes only the pool, and leaves the copies as they
+    are when every one is in the stream."""
     wanted = set(FIGURE_COLUMNS) | set(ENGINE_COLUMNS)
     left = copies.select([c for c in copies.columns if c in wanted and c != "pool"])
-    stream_hash = stream["file_id"].hash().to_numpy()
-    by_hash = np.argsort(stream_hash)
-    sorted_hash = stream_hash[by_hash]
-    if sorted_hash.shape[0] > 1 and bool((sorted_hash[1:] == sorted_hash[:-1]).any()):
+    row = rows_of(left["file_id"], stream["file_id"])
+    if row is None:
         return _with_pool_joined(left, stream)  # two of the stream's ids share a hash
-    copy_hash = left["file_id"].hash().to_numpy()
-    # Looked up in hash order: a search of sorted keys stays in the cache, a random one not.
-    copy_order = np.argsort(copy_hash)
-    at = np.empty(copy_hash.shape[0], dtype=np.int64)
-    at[copy_order] = np.searchsorted(sorted_hash, copy_hash[copy_order])
-    at = np.minimum(at, max(sorted_hash.shape[0] - 1, 0))
-    row = by_hash[at] if sorted_hash.shape[0] else np.zeros(0, dtype=np.int64)
-    found = sorted_hash[at] == copy_hash if sorted_hash.shape[0] else np.zeros(0, dtype=bool)
-    row_of = pl.Series("_row", row, dtype=pl.UInt64)
-    same = (stream["file_id"].gather(row_of) == left["file_id"]).fill_null(False).to_numpy()
-    keep = found & same
+    keep = row >= 0
+    row_of = pl.Series("_row", np.where(keep, row, 0), dtype=pl.UInt64)
     pool = stream["pool"].cast(pl.String).gather(row_of)
     placed = left.with_columns(pool, row_of.cast(pl.Int64))
     return placed if bool(keep.all()) else placed.filter(pl.Series(keep))
