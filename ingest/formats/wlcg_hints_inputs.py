@@ -308,11 +308,9 @@ def _where(record: dict[str, str]) -> tuple[str | None, str | None]:
 
 
 def _first(record: dict[str, str], names: tuple[str, ...]) -> str | None:
-    """The first of these fields that is not empty (cell), if any. Most names are not columns
-    of a given file: a plain lookup each, as this runs for every record."""
+    """The first of these fields that is not empty (cell), if any."""
     for name in names:
-        value = record.get(name)
-        if value is not None and value.strip():
+        if (value := cell(record, name)) is not None:
             return value
     return None
 
